@@ -1,0 +1,1 @@
+"""File translation jobs and the Apache Beam pipeline."""

@@ -1,0 +1,1 @@
+"""Attention-based English→French translation: the model library (pure TensorFlow/Keras)."""

@@ -1,0 +1,272 @@
+"""Attentional recurrent decoders: Bahdanau-style and Luong-style.
+
+Both decoders expose the same two entry points:
+- `call(target_in, memory, mask)`: teacher forcing over a whole target
+  sequence, returning logits `(batch, T, V)` and attention `(batch, T, S)`.
+- `step(previous_tokens, state, memory)`: one decoding step for search.
+
+The per-step recurrence produces an output vector; the projection to the
+vocabulary (the largest matrix multiply) is done once for all target
+positions, outside the recurrent loop.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import keras
+import tensorflow as tf
+
+from nmt.attention import Attention
+
+_CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
+
+
+class Memory(NamedTuple):
+    """Encoder outputs prepared once per sentence for every decoder step."""
+
+    values: tf.Tensor  # (batch, S, d_enc)
+    projected_keys: tf.Tensor  # (batch, S, d_att)
+    mask: tf.Tensor  # (batch, S) bool
+
+
+@keras.saving.register_keras_serializable(package="nmt")
+class OutputProjection(keras.layers.Layer):
+    """Projects output vectors to vocabulary logits, optionally tied to an embedding.
+
+    With `tied_embedding`, logits = o E^T + b (Press & Wolf 2017), which
+    saves V x d parameters.
+    """
+
+    def __init__(self, vocab_size: int, tied_embedding=None, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.tied_embedding = tied_embedding
+
+    def build(self, input_shape):
+        if self.tied_embedding is None:
+            self.kernel = self.add_weight(
+                name="kernel", shape=(input_shape[-1], self.vocab_size),
+                initializer="glorot_uniform",
+            )
+        self.bias = self.add_weight(name="bias", shape=(self.vocab_size,), initializer="zeros")
+
+    def call(self, outputs):
+        if self.tied_embedding is not None:
+            kernel = tf.cast(self.tied_embedding.embeddings, self.compute_dtype)
+            logits = tf.matmul(outputs, kernel, transpose_b=True)  # (..., V)
+        else:
+            logits = tf.matmul(outputs, tf.cast(self.kernel, self.compute_dtype))
+        return tf.cast(logits + tf.cast(self.bias, logits.dtype), tf.float32)
+
+
+class AttentionDecoder(keras.layers.Layer):
+    """Shared machinery: embeddings, RNN stack, initial-state bridge, projection.
+
+    Args:
+        embedding: target embedding layer.
+        attention: an `nmt.attention.Attention` layer.
+        hidden_dim: units of every decoder RNN layer.
+        num_layers: number of stacked RNN layers.
+        cell: `"lstm"` or `"gru"`.
+        output_dim: size of the output vector fed to the projection (equals
+            the embedding size when the projection is tied).
+        projection: an `OutputProjection`.
+        dropout: dropout on embeddings, between layers and on output vectors.
+    """
+
+    def __init__(self, embedding, attention: Attention, hidden_dim: int, num_layers: int,
+                 cell: str, output_dim: int, projection: OutputProjection,
+                 dropout: float = 0.0, **kwargs):
+        super().__init__(**kwargs)
+        if cell not in _CELLS:
+            raise ValueError(f"cell must be one of {sorted(_CELLS)}. Received: cell={cell!r}")
+        self.embedding = embedding
+        self.attention = attention
+        self.hidden_dim = hidden_dim
+        self.num_layers = num_layers
+        self.cell_type = cell
+        self.output_dim = output_dim
+        self.projection = projection
+        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.rnn_layers = [
+            _CELLS[cell](hidden_dim, return_sequences=True, return_state=True,
+                         name=f"{cell}_{i}", dtype=self.dtype_policy)
+            for i in range(num_layers)
+        ]
+        self.states_per_layer = 2 if cell == "lstm" else 1
+        self.bridge = keras.layers.Dense(
+            hidden_dim * num_layers * self.states_per_layer, activation="tanh",
+            name="bridge", dtype=self.dtype_policy,
+        )
+
+    # --- memory and state --------------------------------------------------------
+
+    def prepare_memory(self, memory, mask) -> Memory:
+        """Projects the encoder outputs once for all decoding steps."""
+        if not self.attention.built:
+            # Keys are projected before the first query exists, so build explicitly.
+            self.attention.build((None, None, self.hidden_dim), memory.shape)
+        return Memory(memory, self.attention.project_keys(memory), mask)
+
+    def initial_state(self, memory: Memory) -> dict:
+        """RNN states from the mean encoder state: `{"rnn": ((batch, d), ...)}`."""
+        weights = tf.cast(memory.mask, memory.values.dtype)[:, :, None]  # (batch, S, 1)
+        mean = tf.reduce_sum(memory.values * weights, axis=1) / tf.maximum(
+            tf.reduce_sum(weights, axis=1), 1.0
+        )  # (batch, d_enc)
+        states = tf.split(self.bridge(mean), self.num_layers * self.states_per_layer, axis=-1)
+        return {"rnn": tuple(states)}
+
+    def _layer_states(self, flat_states, i):
+        n = self.states_per_layer
+        return list(flat_states[i * n:(i + 1) * n])
+
+    def _run_cells(self, x, flat_states, training):
+        """One step through the RNN stack -> (top output `(batch, d)`, new flat states)."""
+        new_states = []
+        for i, layer in enumerate(self.rnn_layers):
+            if i > 0:
+                x = self.dropout(x, training=training)
+            x, states = layer.cell(x, self._layer_states(flat_states, i), training=training)
+            new_states.extend(states if isinstance(states, (list, tuple)) else [states])
+        return x, tuple(new_states)
+
+    def _top_hidden(self, flat_states):
+        return flat_states[(self.num_layers - 1) * self.states_per_layer]
+
+    # --- decoding ----------------------------------------------------------------
+
+    def step(self, previous_tokens, state: dict, memory: Memory, training=False):
+        """One decoding step.
+
+        Args:
+            previous_tokens: int `(batch,)`, the previous target token.
+            state: decoder state from `initial_state` or the previous step.
+            memory: from `prepare_memory`.
+
+        Returns:
+            `(logits (batch, V) float32, new_state, attention (batch, S) float32)`.
+        """
+        embedded = self.embedding(previous_tokens)  # (batch, emb)
+        output, state, weights = self._step_core(embedded, state, memory, training)
+        return self.projection(output), state, weights
+
+    def _teacher_forced_scan(self, embedded, memory: Memory, training):
+        """Runs `_step_core` over time with tf.scan -> outputs, attention."""
+        state = self.initial_state(memory)
+
+        def scan_step(carry, embedded_t):
+            state, _, _ = carry
+            output, state, weights = self._step_core(embedded_t, state, memory, training)
+            return state, output, weights
+
+        batch = tf.shape(embedded)[0]
+        seed = (
+            state,
+            tf.zeros([batch, self.output_dim], self.compute_dtype),
+            tf.zeros(tf.shape(memory.mask), tf.float32),
+        )
+        time_major = tf.transpose(embedded, [1, 0, 2])  # (T, batch, emb)
+        _, outputs, weights = tf.scan(scan_step, time_major, initializer=seed)
+        return tf.transpose(outputs, [1, 0, 2]), tf.transpose(weights, [1, 0, 2])
+
+
+@keras.saving.register_keras_serializable(package="nmt")
+class LuongDecoder(AttentionDecoder):
+    """Luong et al. 2015 decoder: attend with the current state h_t.
+
+    h_t = RNN(y_{t-1} [; h~_{t-1}], h_{t-1}); c_t = attend(h_t, memory);
+    h~_t = tanh(W_c [c_t; h_t]) (Eq. 5); p(y_t) = softmax(W_s h~_t) (Eq. 6).
+    With `input_feeding`, h~_{t-1} is concatenated to the next input (Sec. 3.3).
+    Without it, the whole target sequence runs through the RNN in one call
+    and attention is a single batched matrix product, which trains fastest.
+    """
+
+    def __init__(self, *args, input_feeding: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.input_feeding = input_feeding
+        self.combine = keras.layers.Dense(
+            self.output_dim, activation="tanh", use_bias=False, name="combine",
+            dtype=self.dtype_policy,
+        )
+
+    def initial_state(self, memory):
+        state = super().initial_state(memory)
+        if self.input_feeding:
+            batch = tf.shape(memory.values)[0]
+            state["feed"] = tf.zeros([batch, self.output_dim], self.compute_dtype)
+        return state
+
+    def _attentional_output(self, hidden, memory, training):
+        context, weights = self.attention(
+            hidden, memory.values, mask=memory.mask, projected_keys=memory.projected_keys
+        )
+        output = self.combine(tf.concat([context, hidden], axis=-1))  # h~_t
+        return self.dropout(output, training=training), output, weights
+
+    def _step_core(self, embedded, state, memory, training):
+        x = self.dropout(embedded, training=training)
+        if self.input_feeding:
+            x = tf.concat([x, state["feed"]], axis=-1)  # (batch, emb + out)
+        hidden, rnn_states = self._run_cells(x, state["rnn"], training)
+        output, feed, weights = self._attentional_output(hidden, memory, training)
+        new_state = {"rnn": rnn_states}
+        if self.input_feeding:
+            new_state["feed"] = feed
+        return output, new_state, weights
+
+    def call(self, target_in, memory: Memory, training=False):
+        embedded = self.embedding(target_in)  # (batch, T, emb)
+        if self.input_feeding:
+            outputs, weights = self._teacher_forced_scan(embedded, memory, training)
+        else:
+            outputs, weights = self._whole_sequence(embedded, target_in, memory, training)
+        return self.projection(outputs), weights  # (batch, T, V), (batch, T, S)
+
+    def _whole_sequence(self, embedded, target_in, memory, training):
+        states = self.initial_state(memory)["rnn"]
+        target_mask = tf.not_equal(target_in, 0)  # (batch, T)
+        x = self.dropout(embedded, training=training)
+        for i, layer in enumerate(self.rnn_layers):
+            if i > 0:
+                x = self.dropout(x, training=training)
+            result = layer(x, initial_state=self._layer_states(states, i), mask=target_mask,
+                           training=training)
+            x = result[0]  # (batch, T, hidden)
+        outputs, _, weights = self._attentional_output(x, memory, training)
+        return outputs, weights
+
+    def get_config(self):
+        return {**super().get_config(), "input_feeding": self.input_feeding}
+
+
+@keras.saving.register_keras_serializable(package="nmt")
+class BahdanauDecoder(AttentionDecoder):
+    """Bahdanau et al. 2015 decoder: attend with the previous state s_{i-1}.
+
+    c_i = attend(s_{i-1}, memory); s_i = RNN([y_{i-1}; c_i], s_{i-1});
+    deep output t_i = tanh(W_o [s_i; c_i; y_{i-1}]) (Appendix A.2.2, with tanh
+    in place of maxout); p(y_i) = softmax(W_s t_i).
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.deep_output = keras.layers.Dense(
+            self.output_dim, activation="tanh", name="deep_output", dtype=self.dtype_policy
+        )
+
+    def _step_core(self, embedded, state, memory, training):
+        x = self.dropout(embedded, training=training)
+        query = self._top_hidden(state["rnn"])  # s_{i-1}, (batch, hidden)
+        context, weights = self.attention(
+            query, memory.values, mask=memory.mask, projected_keys=memory.projected_keys
+        )
+        hidden, rnn_states = self._run_cells(tf.concat([x, context], -1), state["rnn"], training)
+        output = self.deep_output(tf.concat([hidden, context, x], axis=-1))  # (batch, out)
+        return self.dropout(output, training=training), {"rnn": rnn_states}, weights
+
+    def call(self, target_in, memory: Memory, training=False):
+        embedded = self.embedding(target_in)  # (batch, T, emb)
+        outputs, weights = self._teacher_forced_scan(embedded, memory, training)
+        return self.projection(outputs), weights

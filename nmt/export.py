@@ -1,0 +1,223 @@
+"""The self-contained translation graph and its SavedModel export.
+
+`TranslationModule` holds the tokenizers and the model and exposes
+`tf.function`s that go from text to text plus alignments. The same module is
+used in-process (dev evaluation during training, tests) and exported with
+`export_saved_model`; the exported graph needs only core TensorFlow and
+tensorflow-text ops.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import tensorflow as tf
+
+from nmt import alignment
+from nmt.decoder import Memory
+from nmt.model import ModelConfig, Seq2Seq
+from nmt.search import beam_search, tile_beams
+from nmt.tokenizer import BOS_ID, EOS_ID, SubwordTokenizer, TokenizerPair
+
+METADATA_FILE = "nmt_metadata.json"
+MAX_SOURCE_TOKENS = 256  # longer sources are truncated; the server rejects them earlier
+
+_STRINGS = tf.TensorSpec([None], tf.string)
+_OPTION_SPECS = {
+    "beam_size": tf.TensorSpec([], tf.int32),
+    "max_length_ratio": tf.TensorSpec([], tf.float32),
+    "max_length_offset": tf.TensorSpec([], tf.int32),
+    "length_penalty": tf.TensorSpec([], tf.float32),
+    "coverage_penalty": tf.TensorSpec([], tf.float32),
+    "n_best": tf.TensorSpec([], tf.int32),
+    "replace_unknown": tf.TensorSpec([], tf.bool),
+}
+DEFAULT_OPTIONS = {
+    "beam_size": 5,
+    "max_length_ratio": 2.0,
+    "max_length_offset": 10,
+    "length_penalty": 0.6,
+    "coverage_penalty": 0.0,
+    "n_best": 1,
+    "replace_unknown": True,
+}
+
+
+class TranslationModule(tf.Module):
+    """Text-in, text-and-alignments-out translation graph.
+
+    Args:
+        model: a built `Seq2Seq`.
+        tokenizers: source and target `SubwordTokenizer`s.
+        metadata: JSON-serialisable facts about the model (name, config,
+            scores, attribution) stored beside the SavedModel.
+    """
+
+    def __init__(self, model: Seq2Seq, tokenizers: TokenizerPair, metadata: dict | None = None):
+        super().__init__(name="translation")
+        self.model = model
+        self.source_tokenizer = tokenizers.source
+        self.target_tokenizer = tokenizers.target
+        self.metadata = dict(metadata or {})
+        # An ordered list of the weights, so a rebuilt model can restore them by
+        # position (see `module_from_export`).
+        self.model_weights = list(model.weights)
+
+    # --- the graph ----------------------------------------------------------------
+
+    def _encode_sources(self, sentences):
+        ids = self.source_tokenizer.tokenize(sentences)  # ragged (batch, None)
+        ids = ids[:, : MAX_SOURCE_TOKENS - 1]
+        eos = tf.fill([ids.nrows(), 1], tf.constant(EOS_ID, ids.dtype))
+        ids = tf.concat([ids, eos], axis=1)
+        return tf.cast(ids.to_tensor(), tf.int32)  # (batch, S)
+
+    def _search(self, source, options):
+        memory = self.model.encode(source)
+        batch = tf.shape(source)[0]
+        beam = options["beam_size"]
+        tiled = Memory(*(tile_beams(t, beam) for t in memory))
+        state = tile_beams(self.model.initial_state(memory), beam)
+
+        def step_fn(tokens, state):
+            logits, state, weights = self.model.decode_step(tokens, state, tiled)
+            return tf.nn.log_softmax(logits), state, weights
+
+        source_lengths = tf.reduce_sum(tf.cast(memory.mask, tf.int32), axis=1)  # (batch,)
+        max_lengths = tf.cast(
+            tf.math.ceil(tf.cast(source_lengths, tf.float32) * options["max_length_ratio"]),
+            tf.int32,
+        ) + options["max_length_offset"]
+        return beam_search(
+            step_fn, state, batch_size=batch, beam_size=beam, max_lengths=max_lengths,
+            source_lengths=source_lengths, bos_id=BOS_ID, eos_id=EOS_ID,
+            length_penalty=options["length_penalty"],
+            coverage_penalty=options["coverage_penalty"], n_best=options["n_best"],
+        )
+
+    def _translate(self, sentences, options):
+        """All outputs with an n-best axis N: `(batch, N, ...)`."""
+        source = self._encode_sources(sentences)  # (batch, S)
+        result = self._search(source, options)
+        batch, n_best = tf.shape(result.tokens)[0], tf.shape(result.tokens)[1]
+        flat = lambda t: tf.reshape(t, tf.concat([[-1], tf.shape(t)[2:]], 0))  # noqa: E731
+        tokens, lengths = flat(result.tokens), flat(result.lengths)  # (B*N, T), (B*N,)
+        sources = tf.repeat(sentences, n_best)
+        out = alignment.describe(
+            self.source_tokenizer, self.target_tokenizer, sources,
+            tf.repeat(source, n_best, axis=0), tokens, lengths, flat(result.attention),
+            options["replace_unknown"],
+        )
+        unflat = lambda t: tf.reshape(t, tf.concat([[batch, n_best], tf.shape(t)[1:]], 0))  # noqa: E731
+        out = {key: unflat(value) for key, value in out.items()}
+        out["scores"] = result.scores
+        return out
+
+    @tf.function(input_signature=[_STRINGS, *_OPTION_SPECS.values()])
+    def translate_with_options(self, sentences, beam_size, max_length_ratio, max_length_offset,
+                               length_penalty, coverage_penalty, n_best, replace_unknown):
+        """Translation with explicit decoding options; outputs have an n-best axis."""
+        options = {
+            "beam_size": beam_size, "max_length_ratio": max_length_ratio,
+            "max_length_offset": max_length_offset, "length_penalty": length_penalty,
+            "coverage_penalty": coverage_penalty, "n_best": n_best,
+            "replace_unknown": replace_unknown,
+        }
+        return self._translate(sentences, options)
+
+    @tf.function(input_signature=[_STRINGS])
+    def translate(self, sentences):
+        """Default decoding (beam 5); outputs without the n-best axis."""
+        out = self.translate_with_options(sentences, **DEFAULT_OPTIONS)
+        return {key: value[:, 0] for key, value in out.items()}
+
+    @tf.function(input_signature=[_STRINGS])
+    def translate_greedy(self, sentences):
+        """Greedy decoding, used for fast dev evaluation during training."""
+        options = {**DEFAULT_OPTIONS, "beam_size": 1}
+        out = self.translate_with_options(sentences, **options)
+        return {key: value[:, 0] for key, value in out.items()}
+
+    @tf.function(input_signature=[_STRINGS, _STRINGS])
+    def align(self, sources, targets):
+        """Forced decoding of given pairs: attention and word links of `targets`."""
+        source = self._encode_sources(sources)  # (batch, S)
+        target_ids = self.target_tokenizer.tokenize(targets)[:, : MAX_SOURCE_TOKENS - 1]
+        target_ids = tf.cast(target_ids, tf.int32)
+        bos = tf.fill([target_ids.nrows(), 1], BOS_ID)
+        eos = tf.fill([target_ids.nrows(), 1], EOS_ID)
+        target_in = tf.concat([bos, target_ids], axis=1).to_tensor()  # (batch, T)
+        target_out = tf.concat([target_ids, eos], axis=1).to_tensor()  # (batch, T)
+        logits, weights = self.model((source, target_in), training=False)
+        lengths = tf.cast(tf.reduce_sum(tf.cast(target_out > 0, tf.int32), axis=1), tf.int32)
+        log_probs = tf.nn.log_softmax(logits)
+        token_log_probs = tf.gather(log_probs, target_out, batch_dims=2)  # (batch, T)
+        mask = tf.cast(target_out > 0, tf.float32)
+        out = alignment.describe(
+            self.source_tokenizer, self.target_tokenizer, sources, source, target_out,
+            lengths, weights, tf.constant(False),
+        )
+        out["scores"] = tf.reduce_sum(token_log_probs * mask, axis=1)
+        return out
+
+
+def build_module(config: ModelConfig, tokenizers: TokenizerPair,
+                 metadata: dict | None = None) -> TranslationModule:
+    """A fresh (untrained) model wrapped in a `TranslationModule`."""
+    model = Seq2Seq(config)
+    model.build_for()
+    return TranslationModule(model, tokenizers, metadata)
+
+
+def export_saved_model(module: TranslationModule, base_dir: str | os.PathLike,
+                       version: int) -> Path:
+    """Writes `<base_dir>/<version>/` in the TensorFlow Serving layout.
+
+    Signatures: `serving_default` (sentences -> best translation and
+    alignments), `translate_with_options` (explicit decoding options, n-best
+    axis) and `align` (sources, targets -> forced alignment).
+    """
+    if not isinstance(version, int) or version < 1:
+        raise ValueError(f"version must be a positive integer. Received: version={version!r}")
+    path = Path(base_dir) / str(version)
+    if path.exists():
+        raise ValueError(f"{path} already exists; choose a new version number.")
+    signatures = {
+        "serving_default": module.translate,
+        "translate_with_options": module.translate_with_options,
+        "align": module.align,
+    }
+    tf.saved_model.save(module, str(path), signatures=signatures)
+    metadata = {**module.metadata, "model_config": module.model.config.to_dict()}
+    (path / "assets.extra").mkdir(exist_ok=True)
+    (path / "assets.extra" / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+    return path
+
+
+def read_metadata(version_dir: str | os.PathLike) -> dict:
+    """The metadata written beside an exported SavedModel."""
+    return json.loads((Path(version_dir) / "assets.extra" / METADATA_FILE).read_text())
+
+
+def module_from_export(version_dir: str | os.PathLike) -> TranslationModule:
+    """Rebuilds a `TranslationModule` from an export (to re-export without retraining)."""
+    version_dir = Path(version_dir)
+    metadata = read_metadata(version_dir)
+    config = ModelConfig.from_dict(metadata.pop("model_config"))
+    loaded = tf.saved_model.load(str(version_dir))
+    tokenizers = TokenizerPair(
+        source=SubwordTokenizer(_asset_bytes(loaded.source_tokenizer), "en"),
+        target=SubwordTokenizer(_asset_bytes(loaded.target_tokenizer), "fr"),
+        joint=False,
+    )
+    module = build_module(config, tokenizers, metadata)
+    checkpoint = tf.train.Checkpoint(model_weights=module.model_weights)
+    status = checkpoint.read(str(version_dir / "variables" / "variables"))
+    status.expect_partial().assert_existing_objects_matched()
+    return module
+
+
+def _asset_bytes(loaded_tokenizer) -> bytes:
+    return tf.io.read_file(loaded_tokenizer.model_asset.asset_path).numpy()

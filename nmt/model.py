@@ -1,0 +1,228 @@
+"""The attentional sequence-to-sequence model and its configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from nmt.attention import make_attention
+from nmt.decoder import BahdanauDecoder, LuongDecoder, Memory, OutputProjection
+from nmt.encoder import Encoder
+
+DECODERS = ("luong", "bahdanau")
+ATTENTIONS = ("bahdanau", "dot", "general", "concat")
+CELLS = ("lstm", "gru")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """Architecture of a `Seq2Seq` model, validated on construction.
+
+    Attributes:
+        source_vocab_size / target_vocab_size: subword vocabulary sizes.
+        embedding_dim: size of token embeddings (and of decoder output vectors).
+        hidden_dim: encoder output size (both directions) and decoder RNN units.
+        encoder_layers / decoder_layers: stacked RNN layers.
+        cell: `"lstm"` or `"gru"`.
+        residual: residual connections between upper encoder layers.
+        dropout: dropout rate.
+        decoder: `"luong"` (query h_t) or `"bahdanau"` (query s_{t-1}).
+        attention: `"bahdanau"` (additive) or a Luong score `"dot"`, `"general"`,
+            `"concat"`.
+        attention_units: hidden size of additive scores.
+        normalize: weight-normalised Bahdanau attention.
+        scale: learned scale on Luong scores.
+        local_window: D of Luong local-p attention; None for global attention.
+        input_feeding: Luong input feeding (ignored by the Bahdanau decoder).
+        tie_embeddings: output projection shares the target embedding matrix.
+        share_embeddings: source and target share one embedding (joint vocabulary).
+        label_smoothing: epsilon of label-smoothed cross-entropy.
+    """
+
+    source_vocab_size: int
+    target_vocab_size: int
+    embedding_dim: int = 256
+    hidden_dim: int = 512
+    encoder_layers: int = 2
+    decoder_layers: int = 1
+    cell: str = "lstm"
+    residual: bool = True
+    dropout: float = 0.2
+    decoder: str = "luong"
+    attention: str = "general"
+    attention_units: int = 256
+    normalize: bool = False
+    scale: bool = False
+    local_window: int | None = None
+    input_feeding: bool = True
+    tie_embeddings: bool = True
+    share_embeddings: bool = False
+    label_smoothing: float = 0.1
+
+    def __post_init__(self) -> None:
+        _check_choice("decoder", self.decoder, DECODERS)
+        _check_choice("attention", self.attention, ATTENTIONS)
+        _check_choice("cell", self.cell, CELLS)
+        for name in ("source_vocab_size", "target_vocab_size", "embedding_dim", "hidden_dim",
+                     "encoder_layers", "decoder_layers", "attention_units"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
+        if self.hidden_dim % 2:
+            raise ValueError(
+                f"hidden_dim must be even (split over two directions). "
+                f"Received: hidden_dim={self.hidden_dim!r}"
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1). Received: dropout={self.dropout!r}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(
+                f"label_smoothing must be in [0, 1). Received: "
+                f"label_smoothing={self.label_smoothing!r}"
+            )
+        if self.share_embeddings and self.source_vocab_size != self.target_vocab_size:
+            raise ValueError(
+                "share_embeddings needs one joint vocabulary (equal vocabulary sizes). Received: "
+                f"source_vocab_size={self.source_vocab_size}, "
+                f"target_vocab_size={self.target_vocab_size}"
+            )
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> ModelConfig:
+        """Builds a config from a mapping, naming any unknown keys."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"Unknown model config keys {unknown}; known keys: {sorted(known)}")
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def describe(self) -> str:
+        """Short human-readable name, e.g. `luong-general+feed`."""
+        name = f"{self.decoder}-{self.attention}"
+        if self.normalize:
+            name += "-normalized"
+        if self.local_window is not None:
+            name += f"-local{self.local_window}"
+        if self.decoder == "luong" and self.input_feeding:
+            name += "+feed"
+        return name
+
+
+def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}. Received: {name}={value!r}")
+
+
+@keras.saving.register_keras_serializable(package="nmt")
+class Seq2Seq(keras.Model):
+    """Encoder, attentional decoder and (optionally tied) output projection.
+
+    Call arguments:
+        inputs: `(source, target_in)`, int `(batch, S)` and `(batch, T)`, 0 = padding.
+
+    Returns:
+        `(logits, attention)`: float32 `(batch, T, V)` and `(batch, T, S)`.
+    """
+
+    def __init__(self, config: ModelConfig | dict, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(config, dict):
+            config = ModelConfig.from_dict(config)
+        self.config = config
+        policy = self.dtype_policy
+        self.target_embedding = keras.layers.Embedding(
+            config.target_vocab_size, config.embedding_dim, name="target_embedding", dtype=policy
+        )
+        self.source_embedding = (
+            self.target_embedding if config.share_embeddings else keras.layers.Embedding(
+                config.source_vocab_size, config.embedding_dim, name="source_embedding",
+                dtype=policy,
+            )
+        )
+        self.encoder = Encoder(
+            self.source_embedding, config.hidden_dim, config.encoder_layers, config.cell,
+            config.dropout, config.residual, name="encoder", dtype=policy,
+        )
+        attention = make_attention(
+            config.attention, config.attention_units, normalize=config.normalize,
+            scale=config.scale, local_window=config.local_window, dtype=policy,
+        )
+        projection = OutputProjection(
+            config.target_vocab_size,
+            self.target_embedding if config.tie_embeddings else None,
+            name="output_projection", dtype=policy,
+        )
+        decoder_args = (
+            self.target_embedding, attention, config.hidden_dim, config.decoder_layers,
+            config.cell, config.embedding_dim, projection, config.dropout,
+        )
+        if config.decoder == "luong":
+            self.decoder = LuongDecoder(
+                *decoder_args, input_feeding=config.input_feeding, name="decoder", dtype=policy
+            )
+        else:
+            self.decoder = BahdanauDecoder(*decoder_args, name="decoder", dtype=policy)
+
+    def call(self, inputs, training=False):
+        source, target_in = inputs
+        memory = self.encode(source, training=training)
+        return self.decoder(target_in, memory, training=training)
+
+    def encode(self, source, training=False) -> Memory:
+        """Encodes source ids and projects the keys once -> `Memory`."""
+        values, mask = self.encoder(source, training=training)
+        return self.decoder.prepare_memory(values, mask)
+
+    def initial_state(self, memory: Memory) -> dict:
+        return self.decoder.initial_state(memory)
+
+    def decode_step(self, previous_tokens, state, memory: Memory):
+        """`(previous token (batch,), state) -> (logits (batch, V), state, attention (batch, S))`."""
+        return self.decoder.step(previous_tokens, state, memory, training=False)
+
+    def build_for(self, batch: int = 2, source_length: int = 3, target_length: int = 3) -> None:
+        """Creates every weight by running the model once on dummy ids."""
+        source = tf.ones([batch, source_length], tf.int32)
+        target = tf.ones([batch, target_length], tf.int32)
+        self((source, target))
+        memory = self.encode(source)
+        self.decode_step(target[:, 0], self.initial_state(memory), memory)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        logits, _ = y_pred
+        return sequence_loss(y, logits, self.config.label_smoothing)
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def sequence_loss(labels, logits, label_smoothing: float = 0.0):
+    """Label-smoothed cross-entropy averaged over non-padding target tokens.
+
+    Args:
+        labels: int `(batch, T)`, 0 = padding.
+        logits: float `(batch, T, V)`.
+        label_smoothing: epsilon; the target distribution is
+            (1 - eps) * one_hot + eps / V.
+
+    Returns:
+        Scalar float32 loss.
+    """
+    logits = tf.cast(logits, tf.float32)
+    log_probs = tf.nn.log_softmax(logits, axis=-1)  # (batch, T, V)
+    nll = -tf.gather(log_probs, labels, batch_dims=2)  # (batch, T)
+    if label_smoothing:
+        uniform = -tf.reduce_mean(log_probs, axis=-1)  # (batch, T)
+        nll = (1.0 - label_smoothing) * nll + label_smoothing * uniform
+    mask = tf.cast(tf.not_equal(labels, 0), tf.float32)
+    return tf.reduce_sum(nll * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)

@@ -1,0 +1,1 @@
+"""gRPC translation service over `nmt.translator`."""

@@ -1,0 +1,1 @@
+"""Training entry points and configurations."""

@@ -1,0 +1,113 @@
+"""Training configuration: one YAML file, validated once when it is read."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nmt.data import CleaningConfig
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """Where the corpus is. Relative paths are resolved against the config file."""
+
+    train: str
+    dev: str
+    dev_limit: int = 0  # evaluate on the first N dev pairs only (0 = all)
+    cleaning: CleaningConfig = CleaningConfig()
+    max_tokens_per_sentence: int = 100
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerConfig:
+    vocab_size: int = 8000
+    joint: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimConfig:
+    """Optimisation and schedule; times accept `90m`, `1h30m`, `45s` or seconds."""
+
+    max_tokens: int = 6000  # padded tokens per batch (batch x longest side)
+    learning_rate: float = 2e-3
+    warmup_steps: int = 300
+    clip_norm: float = 1.0
+    precision: str = "mixed_bfloat16"
+    seed: int = 1
+    max_epochs: int = 100
+    max_steps: int = 0  # 0 = no limit
+    max_time: str = "0"  # wall-clock budget, 0 = none
+    checkpoint_every: int = 200
+    eval_every: int = 500
+    patience: int = 8  # evaluations without a better dev BLEU before stopping
+    log_every: int = 20
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"precision must be one of {PRECISIONS}. Received: precision={self.precision!r}"
+            )
+        for name in ("max_tokens", "checkpoint_every", "eval_every", "log_every", "patience"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1. Received: {name}={getattr(self, name)!r}")
+        parse_duration(self.max_time)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    name: str
+    data: DataConfig
+    tokenizer: TokenizerConfig
+    model: dict[str, Any]
+    optim: OptimConfig
+
+
+def parse_duration(text: str | int | float) -> float:
+    """`"90m"`, `"1h30m"`, `"45s"`, `"120"` -> seconds."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    match = re.fullmatch(r"\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
+    if not text.strip() or not match:
+        raise ValueError(
+            f"A duration looks like '90m', '1h30m', '45s' or '120'. Received: {text!r}"
+        )
+    hours, minutes, seconds = match.groups()
+    return int(hours or 0) * 3600 + int(minutes or 0) * 60 + float(seconds or 0)
+
+
+def _section(cls, values: dict | None, where: str):
+    values = dict(values or {})
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"Unknown keys {unknown} in '{where}'; known keys: {sorted(known)}")
+    return cls(**values)
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """Reads a YAML training config; `overrides` maps `section.key` to values."""
+    path = Path(path)
+    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    for dotted, value in (overrides or {}).items():
+        section, _, key = dotted.partition(".")
+        raw.setdefault(section, {})[key] = value
+    data = dict(raw.get("data") or {})
+    for key in ("train", "dev"):
+        if key not in data:
+            raise ValueError(f"{path}: 'data.{key}' (a TSV of English<TAB>French) is required")
+        data[key] = str((path.parent / data[key]).resolve())
+    data["cleaning"] = _section(CleaningConfig, data.get("cleaning"), "data.cleaning")
+    return TrainConfig(
+        name=str(raw.get("name") or path.stem),
+        data=_section(DataConfig, data, "data"),
+        tokenizer=_section(TokenizerConfig, raw.get("tokenizer"), "tokenizer"),
+        model=dict(raw.get("model") or {}),
+        optim=_section(OptimConfig, raw.get("optim"), "optim"),
+    )

@@ -1,0 +1,322 @@
+"""`nmt train`: trains a Seq2Seq model with checkpoints, dev BLEU and a time budget.
+
+A run directory holds everything a run needs to resume or be exported:
+
+    <run>/config.yaml       the config used
+    <run>/tokenizer/        SentencePiece models
+    <run>/checkpoints/      latest training state (weights, optimizer, position)
+    <run>/best/             weights with the best dev BLEU so far
+    <run>/logs/             TensorBoard events
+    <run>/history.jsonl     one line per evaluation
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+import yaml
+
+from nmt import data as nmt_data
+from nmt.evaluation import corpus_scores, group_references
+from nmt.export import TranslationModule
+from nmt.model import ModelConfig, Seq2Seq, sequence_loss
+from nmt.tokenizer import TokenizerPair, train_tokenizers
+from training.config import TrainConfig, parse_duration
+from training.progress import Progress
+from training.strategy import pick_strategy
+
+log = logging.getLogger("nmt.train")
+
+
+class WarmupInverseSqrt(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warmup to `peak`, then decay with 1/sqrt(step) (Vaswani et al. 2017)."""
+
+    def __init__(self, peak: float, warmup_steps: int):
+        self.peak = peak
+        self.warmup_steps = max(1, warmup_steps)
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32) + 1.0
+        warmup = tf.cast(self.warmup_steps, tf.float32)
+        return self.peak * tf.minimum(step / warmup, tf.sqrt(warmup / step))
+
+    def get_config(self):
+        return {"peak": self.peak, "warmup_steps": self.warmup_steps}
+
+
+def prepare_tokenizers(cfg: TrainConfig, run_dir: Path, pairs) -> TokenizerPair:
+    """Loads the run's tokenizers, or trains them on the training pairs."""
+    directory = run_dir / "tokenizer"
+    if (directory / "tokenizer.json").exists():
+        return TokenizerPair.load(directory)
+    log.info("training SentencePiece (vocab %d, joint=%s)", cfg.tokenizer.vocab_size,
+             cfg.tokenizer.joint)
+    tokenizers = train_tokenizers(pairs, cfg.tokenizer.vocab_size, joint=cfg.tokenizer.joint)
+    tokenizers.save(directory)
+    return tokenizers
+
+
+def load_corpora(cfg: TrainConfig, run_dir: Path):
+    """-> (tokenizers, encoded train corpus, dev pairs)."""
+    pairs, stats = nmt_data.clean_pairs(nmt_data.read_pairs(cfg.data.train), cfg.data.cleaning)
+    log.info("train pairs kept %d (%s)", stats.kept, stats)
+    tokenizers = prepare_tokenizers(cfg, run_dir, pairs)
+    corpus = nmt_data.encode_pairs(
+        pairs, tokenizers, max_tokens_per_sentence=cfg.data.max_tokens_per_sentence
+    )
+    dev = nmt_data.read_pairs(cfg.data.dev)
+    if cfg.data.dev_limit:
+        dev = dev[: cfg.data.dev_limit]
+    return tokenizers, corpus, dev
+
+
+def model_config(cfg: TrainConfig, tokenizers: TokenizerPair) -> ModelConfig:
+    return ModelConfig.from_dict({
+        **cfg.model,
+        "source_vocab_size": tokenizers.source.vocab_size,
+        "target_vocab_size": tokenizers.target.vocab_size,
+    })
+
+
+class Trainer:
+    """Owns the model, optimizer, checkpoints and the training loop."""
+
+    def __init__(self, cfg: TrainConfig, run_dir: Path, tokenizers, corpus, dev_pairs):
+        self.cfg, self.run_dir = cfg, run_dir
+        self.corpus, self.tokenizers = corpus, tokenizers
+        self.dev_sources, self.dev_references = group_references(dev_pairs)
+        self.strategy = pick_strategy()
+        keras.mixed_precision.set_global_policy(cfg.optim.precision)
+        with self.strategy.scope():
+            self.model = Seq2Seq(model_config(cfg, tokenizers))
+            self.model.build_for()
+            self.optimizer = self._make_optimizer()
+            self.optimizer.build(self.model.trainable_variables)
+        self.state = {
+            name: tf.Variable(value, trainable=False, name=name)
+            for name, value in [("step", 0), ("epoch", 0), ("batch_in_epoch", 0),
+                                ("evals_since_best", 0), ("best_bleu", -1.0),
+                                ("train_seconds", 0.0)]
+        }
+        self.checkpoint = tf.train.Checkpoint(
+            weights=list(self.model.weights), optimizer=list(self.optimizer.variables),
+            **self.state,
+        )
+        self.manager = tf.train.CheckpointManager(self.checkpoint, run_dir / "checkpoints", 2)
+        self.best = tf.train.Checkpoint(weights=list(self.model.weights))
+        self.writer = tf.summary.create_file_writer(str(run_dir / "logs"))
+        self.module = TranslationModule(self.model, tokenizers)
+        self.stop_reason: str | None = None
+
+    def _make_optimizer(self):
+        o = self.cfg.optim
+        schedule = WarmupInverseSqrt(o.learning_rate, o.warmup_steps)
+        optimizer = keras.optimizers.Adam(schedule, global_clipnorm=o.clip_norm)
+        if o.precision == "mixed_float16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        return optimizer
+
+    # --- one step -------------------------------------------------------------------
+
+    @tf.function(reduce_retracing=True)
+    def _train_step(self, inputs, target_out):
+        def replica_step(inputs, target_out):
+            with tf.GradientTape() as tape:
+                logits, _ = self.model(inputs, training=True)
+                loss = sequence_loss(target_out, logits, self.model.config.label_smoothing)
+                scaled = loss / self.strategy.num_replicas_in_sync
+                if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+                    scaled = self.optimizer.scale_loss(scaled)
+            grads = tape.gradient(scaled, self.model.trainable_variables)
+            self.optimizer.apply(grads, self.model.trainable_variables)
+            return loss
+
+        losses = self.strategy.run(replica_step, args=(inputs, target_out))
+        return self.strategy.reduce(tf.distribute.ReduceOp.MEAN, losses, axis=None)
+
+    # --- evaluation -----------------------------------------------------------------
+
+    def evaluate(self) -> dict:
+        hypotheses, started = [], time.time()
+        for start in range(0, len(self.dev_sources), 256):
+            batch = tf.constant(self.dev_sources[start:start + 256])
+            out = self.module.translate_greedy(batch)
+            hypotheses.extend(t.decode("utf-8") for t in out["translations"].numpy())
+        scores = corpus_scores(hypotheses, self.dev_references)
+        return {"bleu": scores.bleu, "chrf": scores.chrf, "seconds": time.time() - started,
+                "example": hypotheses[0] if hypotheses else ""}
+
+    def _log_attention_image(self, step: int) -> None:
+        from nmt.plots import attention_figure_png
+
+        if not self.dev_sources:
+            return
+        out = self.module.translate_greedy(tf.constant(self.dev_sources[:1]))
+        png = attention_figure_png(out)
+        image = tf.io.decode_png(png, channels=4)[None]
+        with self.writer.as_default():
+            tf.summary.image("dev_attention", image, step=step)
+
+    # --- the loop -------------------------------------------------------------------
+
+    def restore(self) -> bool:
+        if self.manager.latest_checkpoint:
+            self.checkpoint.restore(self.manager.latest_checkpoint).assert_existing_objects_matched()
+            log.info("resumed from %s at step %d", self.manager.latest_checkpoint,
+                     int(self.state["step"]))
+            return True
+        return False
+
+    def _should_stop(self, started: float, budget: float) -> str | None:
+        o = self.cfg.optim
+        if self.stop_reason:
+            return self.stop_reason
+        if budget and time.time() - started >= budget:
+            return f"time budget of {o.max_time} reached"
+        if o.max_steps and int(self.state["step"]) >= o.max_steps:
+            return f"max_steps={o.max_steps} reached"
+        if int(self.state["evals_since_best"]) >= o.patience:
+            return f"no dev BLEU improvement in {o.patience} evaluations"
+        return None
+
+    def train(self, max_time: float | None = None) -> str:
+        """Runs until a stop condition; returns why it stopped."""
+        o = self.cfg.optim
+        budget = parse_duration(o.max_time) if max_time is None else max_time
+        started = time.time()
+        base_seconds = float(self.state["train_seconds"])
+        progress = Progress(budget=budget, log_every=o.log_every)
+        reason = None
+        while reason is None and int(self.state["epoch"]) < o.max_epochs:
+            reason = self._run_epoch(progress, started, budget, base_seconds)
+            if reason is None:
+                self.state["epoch"].assign_add(1)
+                self.state["batch_in_epoch"].assign(0)
+        reason = reason or f"max_epochs={o.max_epochs} reached"
+        self.state["train_seconds"].assign(base_seconds + time.time() - started)
+        self.manager.save(checkpoint_number=int(self.state["step"]))
+        progress.close()
+        log.info("stopped: %s", reason)
+        return reason
+
+    def _run_epoch(self, progress, started, budget, base_seconds) -> str | None:
+        o = self.cfg.optim
+        dataset = nmt_data.make_train_dataset(
+            self.corpus, max_tokens=o.max_tokens, seed=o.seed, epoch=int(self.state["epoch"]),
+            skip_batches=int(self.state["batch_in_epoch"]),
+        )
+        for inputs, target_out in dataset:
+            loss = float(self._train_step(inputs, target_out))
+            if not math.isfinite(loss):
+                raise FloatingPointError(
+                    f"loss became {loss} at step {int(self.state['step'])}; lower "
+                    "optim.learning_rate or use precision: float32"
+                )
+            step = int(self.state["step"].assign_add(1))
+            self.state["batch_in_epoch"].assign_add(1)
+            tokens = int(tf.reduce_sum(tf.cast(target_out > 0, tf.int32)))
+            lr = float(self.optimizer.learning_rate)
+            progress.update(step, loss, tokens, lr, int(self.state["epoch"]))
+            with self.writer.as_default():
+                tf.summary.scalar("train/loss", loss, step=step)
+                tf.summary.scalar("train/learning_rate", lr, step=step)
+            self.state["train_seconds"].assign(base_seconds + time.time() - started)
+            if step % o.checkpoint_every == 0:
+                self.manager.save(checkpoint_number=step)
+            if step % o.eval_every == 0:
+                self._evaluate_and_keep_best(step)
+            reason = self._should_stop(started, budget)
+            if reason:
+                return reason
+        return None
+
+    def _evaluate_and_keep_best(self, step: int) -> None:
+        result = self.evaluate()
+        improved = result["bleu"] > float(self.state["best_bleu"])
+        if improved:
+            self.state["best_bleu"].assign(result["bleu"])
+            self.state["evals_since_best"].assign(0)
+            self.best.write(str(self.run_dir / "best" / "weights"))
+        else:
+            self.state["evals_since_best"].assign_add(1)
+        record = {"step": step, "epoch": int(self.state["epoch"]),
+                  "train_seconds": round(float(self.state["train_seconds"]), 1),
+                  "best": improved, **result}
+        with open(self.run_dir / "history.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        with self.writer.as_default():
+            tf.summary.scalar("dev/bleu", result["bleu"], step=step)
+            tf.summary.scalar("dev/chrf", result["chrf"], step=step)
+        self._log_attention_image(step)
+        log.info("step %d dev BLEU %.2f chrF %.2f%s (%.0fs) e.g. %r", step, result["bleu"],
+                 result["chrf"], " *best*" if improved else "", result["seconds"],
+                 result["example"])
+        self.manager.save(checkpoint_number=step)
+
+    def request_stop(self, signum, _frame) -> None:
+        self.stop_reason = f"signal {signal.Signals(signum).name}"
+
+
+def run(config_path: str | Path, run_dir: str | Path, *, resume: bool = False,
+        max_time: str | None = None, overrides: dict | None = None) -> Path:
+    """Trains per `config_path` into `run_dir`; returns the run directory."""
+    from training.config import load_config
+
+    cfg = load_config(config_path, overrides)
+    run_dir = Path(run_dir)
+    if run_dir.exists() and any(run_dir.iterdir()) and not resume:
+        raise ValueError(
+            f"{run_dir} already holds a run; pass --resume to continue it or choose another "
+            "--run directory"
+        )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not (run_dir / "config.yaml").exists():
+        shutil.copyfile(config_path, run_dir / "config.yaml")
+    keras.utils.set_random_seed(cfg.optim.seed)
+    tokenizers, corpus, dev = load_corpora(cfg, run_dir)
+    trainer = Trainer(cfg, run_dir, tokenizers, corpus, dev)
+    if resume:
+        trainer.restore()
+    previous = {s: signal.signal(s, trainer.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        trainer.train(None if max_time is None else parse_duration(max_time))
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    _write_summary(trainer, run_dir)
+    return run_dir
+
+
+def _write_summary(trainer: Trainer, run_dir: Path) -> None:
+    summary = {
+        "name": trainer.cfg.name,
+        "steps": int(trainer.state["step"]),
+        "epochs_completed": int(trainer.state["epoch"]),
+        "train_seconds": round(float(trainer.state["train_seconds"]), 1),
+        "best_dev_bleu": round(float(trainer.state["best_bleu"]), 2),
+        "parameters": int(trainer.model.count_params()),
+        "model_config": trainer.model.config.to_dict(),
+        "python": sys.version.split()[0],
+        "tensorflow": tf.__version__,
+    }
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    log.info("summary: %s", yaml.safe_dump(summary, sort_keys=False))
+
+
+def restore_best(model: Seq2Seq, run_dir: Path) -> bool:
+    """Loads the best dev-BLEU weights of a run into `model` (False if none yet)."""
+    path = run_dir / "best" / "weights"
+    if not tf.io.gfile.glob(str(path) + "*"):
+        return False
+    tf.train.Checkpoint(weights=list(model.weights)).read(str(path)).assert_existing_objects_matched()
+    return True
+
