@@ -109,15 +109,17 @@ def describe(source_tokenizer, target_tokenizer, sentences, source_ids, target_i
         target_tokenizer.word_starts(target_ids), tf.equal(target_ids, UNK_ID)
     )
     target_words = _word_index(target_starts, tgt_valid)
-    attention = attention * tf.cast(tgt_valid, attention.dtype)[:, :, None]
-    words = _word_matrix(attention, source_words, target_words)  # (N, Wt, Ws)
+    with_eos = tf.range(tf.shape(target_ids)[1])[None, :] < target_lengths[:, None]  # (N, T)
+    attention = attention * tf.cast(with_eos, attention.dtype)[:, :, None]  # EOS row kept
+    word_rows = attention * tf.cast(tgt_valid, attention.dtype)[:, :, None]  # EOS row dropped
+    words = _word_matrix(word_rows, source_words, target_words)  # (N, Wt, Ws)
     links = tf.cast(tf.argmax(words, axis=2), tf.int32)  # (N, Wt)
 
     source_pieces = _pieces(source_tokenizer, source_ids, source_lengths)
     target_pieces = _pieces(target_tokenizer, target_ids, target_lengths)
     given_words = tf.strings.split(source_tokenizer.normalize(sentences)).to_tensor("")
     source_onehot = tf.one_hot(source_words, tf.maximum(tf.reduce_max(source_words) + 1, 1))
-    best_word = tf.argmax(tf.matmul(attention, source_onehot), axis=2, output_type=tf.int32)
+    best_word = tf.argmax(tf.matmul(word_rows, source_onehot), axis=2, output_type=tf.int32)
     text_pieces = tf.cond(
         tf.convert_to_tensor(replace_unknown),
         lambda: _replace_unknown(target_pieces, target_ids, tgt_valid, given_words, best_word),

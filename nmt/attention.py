@@ -58,6 +58,9 @@ class Attention(keras.layers.Layer):
             )
         self.local_window = local_window
         self.local_units = local_units
+        # Queries may carry a Keras mask (e.g. from a masked LSTM); the output
+        # is not a sequence over the keys, so no mask is propagated.
+        self.supports_masking = True
 
     # --- hooks for subclasses -------------------------------------------------
 
@@ -108,6 +111,9 @@ class Attention(keras.layers.Layer):
         if single_step:
             return context[:, 0], weights[:, 0]
         return context, weights
+
+    def compute_mask(self, *args, **kwargs):
+        return None
 
     @staticmethod
     def _masked_softmax(logits: tf.Tensor, valid: tf.Tensor) -> tf.Tensor:

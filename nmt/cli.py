@@ -73,12 +73,25 @@ def _export(args) -> int:
     return 0
 
 
+def _add_optional(sub, module: str, function: str) -> None:
+    """Registers a subcommand that lives beside its implementation (serving/, batch/)."""
+    import importlib
+
+    try:
+        getattr(importlib.import_module(module), function)(sub)
+    except ModuleNotFoundError as error:
+        if error.name != module:
+            raise
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     parser = argparse.ArgumentParser(prog="nmt", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     _add_train(sub)
     _add_export(sub)
+    _add_optional(sub, "serving.cli", "add_serve_parser")
+    _add_optional(sub, "batch.cli", "add_batch_parser")
     args = parser.parse_args(argv)
     try:
         return args.func(args)

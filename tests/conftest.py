@@ -35,3 +35,39 @@ def tiny_pairs(tiny_pairs_path: Path) -> list[tuple[str, str]]:
     """The pairs of `tiny_pairs.tsv` as `(english, french)` tuples."""
     lines = tiny_pairs_path.read_text(encoding="utf-8").splitlines()
     return [tuple(line.split("\t")) for line in lines if line]
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizers(tiny_pairs):
+    """A joint 200-piece SentencePiece pair trained on the tiny fixture corpus."""
+    from nmt.tokenizer import train_tokenizers
+
+    return train_tokenizers(tiny_pairs, vocab_size=200, joint=True)
+
+
+def make_tiny_module(tokenizers, **model_overrides):
+    """An untrained (seeded) tiny model wrapped for export; translations are gibberish."""
+    import keras
+
+    from nmt.export import build_module
+    from nmt.model import ModelConfig
+
+    keras.utils.set_random_seed(7)
+    config = ModelConfig(**{
+        "source_vocab_size": tokenizers.source.vocab_size,
+        "target_vocab_size": tokenizers.target.vocab_size,
+        "embedding_dim": 16, "hidden_dim": 32, "attention_units": 8,
+        "input_feeding": False, "dropout": 0.0,
+        **model_overrides,
+    })
+    return build_module(config, tokenizers, {"name": "tiny", "attribution": "test fixture"})
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, tiny_tokenizers) -> Path:
+    """`<base>/1/`: a tiny exported SavedModel in the TF Serving layout (base dir returned)."""
+    from nmt.export import export_saved_model
+
+    base = tmp_path_factory.mktemp("models") / "tiny"
+    export_saved_model(make_tiny_module(tiny_tokenizers), base, 1)
+    return base

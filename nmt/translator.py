@@ -1,0 +1,169 @@
+"""`Translator`: the one Python entry point to an exported model.
+
+The server, batch jobs and the CLI all translate through this class, which
+calls the SavedModel's signatures and turns their tensors into the plain
+types of `nmt.types`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the SentencePiece ops the graph uses)
+
+from nmt.types import DecodeOptions, Hypothesis, Translation
+
+METADATA_FILE = "nmt_metadata.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelInfo:
+    """What is known about a loaded model.
+
+    Attributes:
+        name: model name (e.g. `en-fr`).
+        version: the version directory's number (TF Serving layout), or 0.
+        path: the version directory.
+        attention: short description of the architecture, e.g. `luong-general`.
+        source_vocab_size / target_vocab_size: subword vocabulary sizes.
+        metadata: everything else from the export's metadata (scores,
+            attribution, training summary).
+    """
+
+    name: str
+    version: int
+    path: str
+    attention: str
+    source_vocab_size: int
+    target_vocab_size: int
+    metadata: dict
+
+
+def resolve_version_dir(path: str | os.PathLike) -> Path:
+    """A version directory itself, or the highest `<n>/` inside a base directory."""
+    path = Path(path)
+    if (path / "saved_model.pb").exists():
+        return path
+    versions = [p for p in path.glob("*") if p.name.isdigit() and (p / "saved_model.pb").exists()]
+    if not versions:
+        raise FileNotFoundError(
+            f"No SavedModel at {path}: expected {path}/saved_model.pb or numbered version "
+            f"directories like {path}/1/saved_model.pb"
+        )
+    return max(versions, key=lambda p: int(p.name))
+
+
+def _strings(values: np.ndarray) -> list[str]:
+    return [v.decode("utf-8", errors="replace") for v in values]
+
+
+def _parse_links(text: str) -> tuple[tuple[int, int], ...]:
+    return tuple(tuple(int(x) for x in link.split("-")) for link in text.split())
+
+
+class Translator:
+    """Translates with an exported SavedModel.
+
+    Use `Translator.load(path)`; `path` is a version directory or a base
+    directory whose highest version is loaded.
+    """
+
+    def __init__(self, loaded, info: ModelInfo):
+        self._loaded = loaded
+        self._translate = loaded.signatures["translate_with_options"]
+        self._align = loaded.signatures["align"]
+        self.info = info
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Translator:
+        version_dir = resolve_version_dir(path)
+        loaded = tf.saved_model.load(str(version_dir))
+        metadata_path = version_dir / "assets.extra" / METADATA_FILE
+        metadata = json.loads(metadata_path.read_text()) if metadata_path.exists() else {}
+        config = metadata.get("model_config", {})
+        info = ModelInfo(
+            name=str(metadata.get("name", version_dir.parent.name)),
+            version=int(version_dir.name) if version_dir.name.isdigit() else 0,
+            path=str(version_dir),
+            attention=str(metadata.get("attention", "")),
+            source_vocab_size=int(config.get("source_vocab_size", 0)),
+            target_vocab_size=int(config.get("target_vocab_size", 0)),
+            metadata=metadata,
+        )
+        return cls(loaded, info)
+
+    def translate(self, sentences: Sequence[str], options: DecodeOptions | None = None,
+                  **overrides) -> list[Translation]:
+        """Translates sentences; keyword arguments override `DecodeOptions` fields.
+
+        Returns:
+            One `Translation` per sentence, in order (an empty list for no input).
+        """
+        options = dataclasses.replace(options or DecodeOptions(), **overrides)
+        sentences = list(sentences)
+        if not sentences:
+            return []
+        out = self._translate(
+            sentences=tf.constant(sentences, tf.string),
+            beam_size=tf.constant(options.beam_size, tf.int32),
+            max_length_ratio=tf.constant(options.max_length_ratio, tf.float32),
+            max_length_offset=tf.constant(options.max_length_offset, tf.int32),
+            length_penalty=tf.constant(options.length_penalty, tf.float32),
+            coverage_penalty=tf.constant(options.coverage_penalty, tf.float32),
+            n_best=tf.constant(options.n_best, tf.int32),
+            replace_unknown=tf.constant(options.replace_unknown, tf.bool),
+        )
+        out = {key: value.numpy() for key, value in out.items()}
+        return [self._translation(sentences[i], out, i) for i in range(len(sentences))]
+
+    def align(self, sources: Sequence[str], targets: Sequence[str]) -> list[Translation]:
+        """Forced alignment of given pairs (the target is scored, not searched)."""
+        if len(sources) != len(targets):
+            raise ValueError(
+                f"sources and targets must have the same length. Received: {len(sources)} "
+                f"sources and {len(targets)} targets"
+            )
+        if not sources:
+            return []
+        out = self._align(sources=tf.constant(list(sources)), targets=tf.constant(list(targets)))
+        out = {key: value.numpy()[:, None] for key, value in out.items()}
+        return [self._translation(sources[i], out, i) for i in range(len(sources))]
+
+    @staticmethod
+    def _translation(source: str, out: dict, i: int) -> Translation:
+        source_length = int(out["source_lengths"][i, 0])
+        source_tokens = tuple(_strings(out["source_tokens"][i, 0][:source_length]))
+        nbest = []
+        for n in range(out["translations"].shape[1]):
+            length = int(out["target_lengths"][i, n])
+            score = float(out["scores"][i, n])
+            if length == 0 and not np.isfinite(score):
+                continue  # fewer hypotheses exist than were asked for
+            nbest.append(Hypothesis(
+                text=out["translations"][i, n].decode("utf-8", errors="replace"),
+                target_tokens=tuple(_strings(out["target_tokens"][i, n][:length])),
+                score=score,
+                alignment=np.asarray(out["alignments"][i, n][:length, :source_length]),
+                word_alignment=_parse_links(out["word_alignments"][i, n].decode("utf-8")),
+            ))
+        return Translation(source=source, source_tokens=source_tokens, nbest=tuple(nbest))
+
+
+def format_alignment_table(translation: Translation) -> str:
+    """Word links as a readable two-column table: target word <- source word."""
+    source_words = translation.source.split()
+    target_words = translation.text.split()
+    rows = [f"{'target':<20} source"]
+    for s, t in translation.word_alignment:
+        target = target_words[t] if t < len(target_words) else f"#{t}"
+        source = source_words[s] if s < len(source_words) else f"#{s}"
+        rows.append(f"{target:<20} {source}")
+    return "\n".join(rows)
+
+
