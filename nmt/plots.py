@@ -43,3 +43,13 @@ def attention_figure_png(outputs: dict, index: int = 0) -> bytes:
     fig.savefig(buffer, format="png")
     plt.close(fig)
     return buffer.getvalue()
+
+
+def save_attention_plot(translation, path: str) -> None:
+    """Writes the heatmap of an `nmt.types.Translation` to `path` (PNG)."""
+    from matplotlib import pyplot as plt
+
+    fig = attention_figure(translation.alignment, list(translation.source_tokens),
+                           list(translation.target_tokens), translation.text)
+    fig.savefig(path)
+    plt.close(fig)

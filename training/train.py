@@ -107,9 +107,12 @@ class Trainer:
                                 ("evals_since_best", 0), ("best_bleu", -1.0),
                                 ("train_seconds", 0.0)]
         }
+        weight_ids = {id(v) for v in self.model.weights}
+        # Dropout seed states, so a resumed run draws the same masks.
+        rng = [v for v in self.model.variables if id(v) not in weight_ids]
         self.checkpoint = tf.train.Checkpoint(
             weights=list(self.model.weights), optimizer=list(self.optimizer.variables),
-            **self.state,
+            rng=rng, **self.state,
         )
         self.manager = tf.train.CheckpointManager(self.checkpoint, run_dir / "checkpoints", 2)
         self.best = tf.train.Checkpoint(weights=list(self.model.weights))
@@ -170,7 +173,8 @@ class Trainer:
 
     def restore(self) -> bool:
         if self.manager.latest_checkpoint:
-            self.checkpoint.restore(self.manager.latest_checkpoint).assert_existing_objects_matched()
+            status = self.checkpoint.restore(self.manager.latest_checkpoint)
+            status.assert_existing_objects_matched()
             log.info("resumed from %s at step %d", self.manager.latest_checkpoint,
                      int(self.state["step"]))
             return True
@@ -215,6 +219,9 @@ class Trainer:
             skip_batches=int(self.state["batch_in_epoch"]),
         )
         for inputs, target_out in dataset:
+            reason = self._should_stop(started, budget)
+            if reason:
+                return reason
             loss = float(self._train_step(inputs, target_out))
             if not math.isfinite(loss):
                 raise FloatingPointError(
@@ -234,10 +241,7 @@ class Trainer:
                 self.manager.save(checkpoint_number=step)
             if step % o.eval_every == 0:
                 self._evaluate_and_keep_best(step)
-            reason = self._should_stop(started, budget)
-            if reason:
-                return reason
-        return None
+        return self._should_stop(started, budget)
 
     def _evaluate_and_keep_best(self, step: int) -> None:
         result = self.evaluate()

@@ -1,0 +1,89 @@
+"""Runs a `Translator` over test data and scores it (BLEU/chrF, AER)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+
+from nmt.evaluation import (
+    AlignedPair,
+    AlignmentScores,
+    Scores,
+    alignment_scores,
+    corpus_scores,
+    group_references,
+)
+from nmt.translator import Translator
+from nmt.types import DecodeOptions
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslationReport:
+    """BLEU/chrF of a test set translated with given options."""
+
+    scores: Scores
+    sentences: int
+    references_per_sentence: float
+    seconds: float
+    hypotheses: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class AlignmentReport:
+    """AER of forced-decoding alignments against gold links."""
+
+    scores: AlignmentScores
+    sentences: int
+    word_count_mismatches: int
+
+
+def translate_all(translator: Translator, sentences: Sequence[str], options: DecodeOptions,
+                  batch_size: int = 64) -> list[str]:
+    """Translations of `sentences`, batched by length to keep padding small."""
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+    hypotheses: list[str] = [""] * len(sentences)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        results = translator.translate([sentences[i] for i in chunk], options)
+        for i, result in zip(chunk, results, strict=True):
+            hypotheses[i] = result.text
+    return hypotheses
+
+
+def score_translations(translator: Translator, pairs: Sequence[tuple[str, str]],
+                       options: DecodeOptions, batch_size: int = 64) -> TranslationReport:
+    """Multi-reference BLEU/chrF: identical sources are grouped with all their references."""
+    sources, references = group_references(pairs)
+    started = time.time()
+    hypotheses = translate_all(translator, sources, options, batch_size)
+    seconds = time.time() - started
+    return TranslationReport(
+        scores=corpus_scores(hypotheses, references),
+        sentences=len(sources),
+        references_per_sentence=sum(map(len, references)) / max(len(references), 1),
+        seconds=seconds,
+        hypotheses=tuple(hypotheses),
+    )
+
+
+def score_alignments(translator: Translator, gold: Sequence[AlignedPair],
+                     batch_size: int = 16) -> AlignmentReport:
+    """AER of the model's word links, by forced decoding of the gold target.
+
+    Word indices of the model refer to the whitespace words of the source
+    and of the (normalised) target; sentences where normalisation changed
+    the number of target words are counted in `word_count_mismatches` and
+    scored as they are.
+    """
+    predicted, mismatches = [], 0
+    for start in range(0, len(gold), batch_size):
+        chunk = gold[start:start + batch_size]
+        results = translator.align(
+            [" ".join(p.source_words) for p in chunk], [" ".join(p.target_words) for p in chunk]
+        )
+        for pair, result in zip(chunk, results, strict=True):
+            mismatches += len(result.text.split()) != len(pair.target_words)
+            predicted.append(set(result.word_alignment))
+    scores = alignment_scores(predicted, [p.sure for p in gold], [p.possible for p in gold])
+    return AlignmentReport(scores=scores, sentences=len(gold), word_count_mismatches=mismatches)

@@ -1,0 +1,107 @@
+"""Training loop: a tiny run end to end, exact resume, signals and the time budget."""
+
+import json
+import signal
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import yaml
+
+from training import train as train_module
+from training.config import load_config, parse_duration
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def write_config(tmp_path: Path, name: str = "tiny", **optim) -> Path:
+    config = {
+        "name": "tiny",
+        "data": {"train": str(FIXTURES / "tiny_pairs.tsv"), "dev": str(FIXTURES / "tiny_pairs.tsv"),
+                 "dev_limit": 16},
+        "tokenizer": {"vocab_size": 150, "joint": True},
+        "model": {"embedding_dim": 16, "hidden_dim": 16, "attention_units": 8,
+                  "encoder_layers": 1, "dropout": 0.1, "input_feeding": False},
+        "optim": {"max_tokens": 400, "learning_rate": 0.01, "warmup_steps": 2,
+                  "precision": "float32", "checkpoint_every": 2, "eval_every": 4,
+                  "log_every": 2, "max_epochs": 50, **optim},
+    }
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def final_weights(run_dir: Path) -> list[np.ndarray]:
+    reader = tf.train.load_checkpoint(str(run_dir / "checkpoints"))
+    names = sorted(n for n in reader.get_variable_to_shape_map() if n.startswith("weights/"))
+    return [reader.get_tensor(n) for n in names]
+
+
+def test_parse_duration():
+    assert parse_duration("90m") == 5400
+    assert parse_duration("1h30m") == 5400
+    assert parse_duration("45s") == 45
+    assert parse_duration("120") == 120
+    with pytest.raises(ValueError, match="90m"):
+        parse_duration("ninety minutes")
+
+
+def test_config_rejects_unknown_keys(tmp_path):
+    path = write_config(tmp_path)
+    raw = yaml.safe_load(path.read_text())
+    raw["optim"]["learning_rat"] = 1.0
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ValueError, match="learning_rat"):
+        load_config(path)
+
+
+def test_tiny_run_trains_evaluates_and_summarises(tmp_path):
+    run_dir = train_module.run(write_config(tmp_path, max_steps=8), tmp_path / "run")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["steps"] == 8
+    history = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    assert [h["step"] for h in history] == [4, 8]
+    assert all(0.0 <= h["bleu"] <= 100.0 for h in history)
+    assert (run_dir / "best" / "weights.index").exists()
+    assert (run_dir / "tokenizer" / "tokenizer.json").exists()
+    assert list((run_dir / "logs").iterdir()), "TensorBoard events were written"
+
+
+def test_resume_continues_exactly(tmp_path):
+    config = write_config(tmp_path, max_steps=6, eval_every=100)
+    straight = train_module.run(config, tmp_path / "straight")
+    config_half = write_config(tmp_path, "half", max_steps=3, eval_every=100)
+    halves = train_module.run(config_half, tmp_path / "halves")
+    train_module.run(config, halves, resume=True)
+    assert json.loads((halves / "summary.json").read_text())["steps"] == 6
+    for a, b in zip(final_weights(straight), final_weights(halves), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_existing_run_needs_resume(tmp_path):
+    config = write_config(tmp_path, max_steps=1, eval_every=100)
+    train_module.run(config, tmp_path / "run")
+    with pytest.raises(ValueError, match="--resume"):
+        train_module.run(config, tmp_path / "run")
+
+
+def test_sigterm_stops_cleanly_with_a_checkpoint(tmp_path):
+    config = write_config(tmp_path, max_steps=10_000, eval_every=10_000, checkpoint_every=10_000)
+    timer = threading.Timer(8.0, lambda: signal.raise_signal(signal.SIGTERM))
+    timer.start()
+    try:
+        run_dir = train_module.run(config, tmp_path / "run")
+    finally:
+        timer.cancel()
+    steps = json.loads((run_dir / "summary.json").read_text())["steps"]
+    assert 0 < steps < 10_000
+    assert tf.train.latest_checkpoint(str(run_dir / "checkpoints")).endswith(f"-{steps}")
+
+
+def test_time_budget_ends_training(tmp_path):
+    config = write_config(tmp_path, max_steps=10_000, eval_every=10_000, max_time="3s")
+    run_dir = train_module.run(config, tmp_path / "run")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert 0 < summary["steps"] < 10_000
