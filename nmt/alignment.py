@@ -3,13 +3,27 @@
 All functions are TensorFlow graph ops, so they run inside the exported
 SavedModel.
 
+Words. Word indices count the whitespace-separated words (in the sense of
+Python's `str.split()`) of the source as the caller gave it, and of the
+returned translation (or, for forced alignment, of the target as given).
+Pieces are grouped into words the way their joined text splits: a piece with
+visible characters starts a word when a "▁" occurs since the previous such
+piece (or none came before it); a piece without visible characters (a lone
+"▁") belongs to the word that follows it. Normalisation may split a given word
+(French "Va!" becomes "Va !"), so the words of the normalised text are mapped
+back to the given word they came from.
+
 Word-alignment rule: subword attention is merged into a word matrix by
 summing the columns of the pieces of each source word and averaging the rows
 of the pieces of each target word; the end-of-sentence column and row are
 left out. Every target word is then linked to the source word it attends to
-most (argmax per target word), so each target word has exactly one link.
-Words are the whitespace-separated words of the source as given and of the
-returned translation (pieces starting with "▁" begin a word).
+most (argmax per target word), so each target word has exactly one link,
+unless its attention on the source words is 0 (all of it on the
+end-of-sentence token, or an empty source): then it has none.
+
+Unknown words (Luong et al. 2015, "Addressing the rare word problem"): an
+unknown output piece is replaced by the (normalised) source word it attends
+to most, as a word of its own.
 """
 
 from __future__ import annotations
@@ -19,6 +33,10 @@ import tensorflow as tf
 from nmt.tokenizer import EOS_ID, UNK_ID, WORD_START
 
 _EOS_PIECE = "</s>"
+_UNK_PIECE = "<unk>"
+# The characters Python's str.split() splits on; RE2's \s is ASCII-only and
+# lacks \v, and \p{Z} covers the Unicode space separators.
+_PY_WHITESPACE = r"[\s\x{0b}\x{1c}-\x{1f}\x{85}\p{Z}]+"
 
 
 def _visible_lengths(ids, lengths):
@@ -28,11 +46,99 @@ def _visible_lengths(ids, lengths):
     return lengths - tf.cast(ended, lengths.dtype)
 
 
-def _word_index(starts, valid):
-    """0-based word index of every piece; -1 where not valid. `(N, L)`."""
-    starts = tf.logical_or(starts, tf.equal(tf.cumsum(tf.cast(valid, tf.int32), axis=1), 1))
-    index = tf.cumsum(tf.cast(tf.logical_and(starts, valid), tf.int32), axis=1) - 1
-    return tf.where(valid, index, -1)
+def _starts_with_marker(pieces):
+    marker = WORD_START.encode("utf-8")
+    return tf.equal(tf.strings.substr(pieces, 0, len(marker)), marker)
+
+
+def piece_words(pieces, valid):
+    """Word index of every piece, as the joined pieces split into words.
+
+    Args:
+        pieces: string `(N, L)`, SentencePiece pieces ("▁" marks a space).
+        valid: bool `(N, L)`, False at EOS and padding.
+
+    Returns:
+        int32 `(N, L)`: 0-based word index; -1 where not valid and for
+        invisible pieces that no word follows.
+    """
+    spaced = valid & _starts_with_marker(pieces)  # (N, L)
+    bare = tf.strings.regex_replace(pieces, WORD_START, "")
+    visible = valid & (tf.strings.length(bare) > 0)  # (N, L)
+    # Group g holds the pieces after the g-th visible piece up to the next
+    # visible one (inclusive); that piece starts a word if its group has a space.
+    group = tf.cumsum(tf.cast(visible, tf.int32), axis=1, exclusive=True)  # (N, L)
+    width = tf.shape(pieces)[1] + 1
+    segments = group + tf.range(tf.shape(pieces)[0])[:, None] * width  # (N, L)
+    any_space = tf.math.unsorted_segment_max(
+        tf.cast(spaced, tf.int32), segments, tf.shape(pieces)[0] * width
+    )
+    group_spaced = tf.gather(any_space, segments) > 0  # (N, L)
+    starts = visible & (group_spaced | tf.equal(group, 0))
+    count = tf.cumsum(tf.cast(starts, tf.int32), axis=1)  # (N, L) words begun so far
+    words = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1, keepdims=True)  # (N, 1)
+    index = tf.where(visible, count - 1, count)  # invisible pieces join the next word
+    return tf.where(valid & (index < words), index, -1)
+
+
+def given_word_map(normalize, texts):
+    """Maps the words of normalised texts to the whitespace words of `texts`.
+
+    Args:
+        normalize: the tokenizer's normalisation function (string tensor in,
+            same shape out).
+        texts: string `(N,)`, as the caller gave them.
+
+    Returns:
+        int32 `(N, W)`: for each word of `normalize(texts)`, the index of the
+        given word it comes from; -1 padding. W may be 0.
+    """
+    words = tf.strings.split(tf.strings.regex_replace(texts, _PY_WHITESPACE, " "))  # (N, G)
+    per_word = tf.strings.split(normalize(words.flat_values)).row_lengths()  # (total G,)
+    local = tf.ragged.range(words.row_lengths()).flat_values  # (total G,)
+    per_text = tf.reduce_sum(words.with_flat_values(per_word), axis=1)  # (N,)
+    mapping = tf.RaggedTensor.from_row_lengths(tf.repeat(local, per_word), per_text)
+    return tf.cast(mapping.to_tensor(default_value=-1), tf.int32)  # (N, W)
+
+
+def _remap(index, mapping):
+    """`mapping[n, index[n, l]]`, -1 where `index` is -1 or beyond the mapping."""
+    width = tf.shape(mapping)[1]
+    padded = tf.pad(mapping, [[0, 0], [0, 1]], constant_values=-1)  # (N, W + 1)
+    safe = tf.where((index >= 0) & (index < width), index, width)
+    return tf.gather(padded, safe, batch_dims=1)
+
+
+def _one_hot_words(words):
+    """`(N, L)` word indices -> `(N, L, W)` float32, zero rows at -1; W >= 1."""
+    return tf.one_hot(words, tf.maximum(tf.reduce_max(words) + 1, 1))
+
+
+def word_matrix(attention, source_words, target_words):
+    """Merges subword attention `(N, T, S)` into `(N, Wt, Ws)` word attention.
+
+    Columns of the pieces of a source word are summed, rows of the pieces of
+    a target word averaged; pieces with word index -1 are left out.
+    """
+    src_onehot = _one_hot_words(source_words)  # (N, S, Ws)
+    tgt_onehot = _one_hot_words(target_words)  # (N, T, Wt)
+    summed = tf.matmul(attention, src_onehot)  # (N, T, Ws)
+    merged = tf.matmul(tgt_onehot, summed, transpose_a=True)  # (N, Wt, Ws)
+    counts = tf.reduce_sum(tgt_onehot, axis=1)[:, :, None]  # (N, Wt, 1)
+    return merged / tf.maximum(counts, 1.0)
+
+
+def pharaoh_links(words):
+    """`(N, Wt, Ws)` word attention -> Pharaoh "s-t s-t ..." strings `(N,)`.
+
+    Each target word links to its argmax source word; rows without attention
+    mass on any source word get no link.
+    """
+    links = tf.argmax(words, axis=2, output_type=tf.int32)  # (N, Wt)
+    linked = tf.reduce_max(words, axis=2) > 0.0  # (N, Wt)
+    target = tf.range(tf.shape(links)[1])[None, :] + tf.zeros_like(links)  # (N, Wt)
+    pairs = tf.strings.as_string(links) + "-" + tf.strings.as_string(target)
+    return tf.strings.reduce_join(tf.ragged.boolean_mask(pairs, linked), axis=1, separator=" ")
 
 
 def _pieces(tokenizer, ids, with_eos_lengths):
@@ -43,11 +149,26 @@ def _pieces(tokenizer, ids, with_eos_lengths):
     return tf.where(positions < with_eos_lengths[:, None], pieces, "")
 
 
-def _replace_unknown(pieces, target_ids, target_valid, source_words, best_source_word):
-    """Unknown pieces become the source word they attend to most (Luong et al. 2015b)."""
-    words = tf.gather(source_words, tf.maximum(best_source_word, 0), batch_dims=1)  # (N, T)
-    unknown = tf.logical_and(tf.equal(target_ids, UNK_ID), target_valid)
-    return tf.where(unknown, WORD_START + words, pieces)
+def replace_unknown(pieces, unknown, attention, source_words, word_strings):
+    """Unknown pieces become the source word they attend to most (Luong et al. 2015b).
+
+    Args:
+        pieces: string `(N, T)` target pieces.
+        unknown: bool `(N, T)`, the pieces to replace.
+        attention: float32 `(N, T, S)`.
+        source_words: int32 `(N, S)`, word index of each source piece, -1 for none.
+        word_strings: string `(N, W)`, the source words those indices refer to.
+
+    Returns:
+        string `(N, T)`: "▁" + word at replaced positions (a word of its own);
+        unknown pieces that attend to no source word are kept.
+    """
+    per_word = tf.matmul(attention, _one_hot_words(source_words))  # (N, T, Ws)
+    best = tf.argmax(per_word, axis=2, output_type=tf.int32)  # (N, T)
+    found = (tf.reduce_max(per_word, axis=2) > 0.0) & (best < tf.shape(word_strings)[1])
+    padded = tf.pad(word_strings, [[0, 0], [0, 1]])  # gather-safe when W = 0
+    words = tf.gather(padded, tf.where(found, best, 0), batch_dims=1)  # (N, T)
+    return tf.where(unknown & found, WORD_START + words, pieces)
 
 
 def _join_pieces(pieces, valid):
@@ -57,28 +178,14 @@ def _join_pieces(pieces, valid):
     return tf.strings.strip(tf.strings.regex_replace(text, " +", " "))
 
 
-def _word_matrix(attention, source_words, target_words):
-    """Merges subword attention `(N, T, S)` into `(N, Wt, Ws)` word attention."""
-    depth_s = tf.reduce_max(source_words) + 1
-    depth_t = tf.reduce_max(target_words) + 1
-    src_onehot = tf.one_hot(source_words, tf.maximum(depth_s, 1))  # (N, S, Ws), 0 at -1
-    tgt_onehot = tf.one_hot(target_words, tf.maximum(depth_t, 1))  # (N, T, Wt)
-    summed = tf.matmul(attention, src_onehot)  # (N, T, Ws)
-    merged = tf.matmul(tgt_onehot, summed, transpose_a=True)  # (N, Wt, Ws)
-    counts = tf.reduce_sum(tgt_onehot, axis=1)[:, :, None]  # (N, Wt, 1)
-    return merged / tf.maximum(counts, 1.0)
-
-
-def _pharaoh(links, target_word_count):
-    """`(N, Wt)` source word of each target word -> "s-t s-t ..." strings `(N,)`."""
-    target = tf.range(tf.shape(links)[1])[None, :] + tf.zeros_like(links)  # (N, Wt)
-    pairs = tf.strings.as_string(links) + "-" + tf.strings.as_string(target)
-    valid = target < target_word_count[:, None]
-    return tf.strings.reduce_join(tf.ragged.boolean_mask(pairs, valid), axis=1, separator=" ")
+def _valid(ids, lengths):
+    """`(N, L)` positions before `lengths` that are not the final EOS."""
+    visible = _visible_lengths(ids, lengths)
+    return tf.range(tf.shape(ids)[1])[None, :] < visible[:, None]
 
 
 def describe(source_tokenizer, target_tokenizer, sentences, source_ids, target_ids,
-             target_lengths, attention, replace_unknown):
+             target_lengths, attention, replace_unknown_words, targets=None):
     """Turns search (or forced-decoding) output into user-facing tensors.
 
     Args:
@@ -88,7 +195,11 @@ def describe(source_tokenizer, target_tokenizer, sentences, source_ids, target_i
         target_ids: int `(N, T)`, including EOS when a hypothesis ended.
         target_lengths: int `(N,)`, tokens including EOS.
         attention: float32 `(N, T, S)`.
-        replace_unknown: bool scalar.
+        replace_unknown_words: bool scalar.
+        targets: string `(N,)`, the targets as given (forced alignment), or
+            None for searched targets. When given, they are returned as the
+            translations, target word indices count their whitespace words
+            and no unknown word is replaced.
 
     Returns:
         dict with `translations (N,)`, `source_tokens (N, S)`, `target_tokens
@@ -100,38 +211,40 @@ def describe(source_tokenizer, target_tokenizer, sentences, source_ids, target_i
     target_ids = tf.cast(target_ids, tf.int32)
     target_lengths = tf.cast(target_lengths, tf.int32)
     source_lengths = tf.reduce_sum(tf.cast(source_ids > 0, tf.int32), axis=1)  # (N,)
-    src_visible = _visible_lengths(source_ids, source_lengths)
-    tgt_visible = _visible_lengths(target_ids, target_lengths)
-    src_valid = tf.range(tf.shape(source_ids)[1])[None, :] < src_visible[:, None]  # (N, S)
-    tgt_valid = tf.range(tf.shape(target_ids)[1])[None, :] < tgt_visible[:, None]  # (N, T)
-    source_words = _word_index(source_tokenizer.word_starts(source_ids), src_valid)
-    target_starts = tf.logical_or(
-        target_tokenizer.word_starts(target_ids), tf.equal(target_ids, UNK_ID)
-    )
-    target_words = _word_index(target_starts, tgt_valid)
+    src_valid, tgt_valid = _valid(source_ids, source_lengths), _valid(target_ids, target_lengths)
     with_eos = tf.range(tf.shape(target_ids)[1])[None, :] < target_lengths[:, None]  # (N, T)
     attention = attention * tf.cast(with_eos, attention.dtype)[:, :, None]  # EOS row kept
     word_rows = attention * tf.cast(tgt_valid, attention.dtype)[:, :, None]  # EOS row dropped
-    words = _word_matrix(word_rows, source_words, target_words)  # (N, Wt, Ws)
-    links = tf.cast(tf.argmax(words, axis=2), tf.int32)  # (N, Wt)
 
     source_pieces = _pieces(source_tokenizer, source_ids, source_lengths)
     target_pieces = _pieces(target_tokenizer, target_ids, target_lengths)
-    given_words = tf.strings.split(source_tokenizer.normalize(sentences)).to_tensor("")
-    source_onehot = tf.one_hot(source_words, tf.maximum(tf.reduce_max(source_words) + 1, 1))
-    best_word = tf.argmax(tf.matmul(word_rows, source_onehot), axis=2, output_type=tf.int32)
-    text_pieces = tf.cond(
-        tf.convert_to_tensor(replace_unknown),
-        lambda: _replace_unknown(target_pieces, target_ids, tgt_valid, given_words, best_word),
-        lambda: target_pieces,
-    )
-    target_word_count = tf.reduce_max(target_words, axis=1) + 1  # (N,)
+    normalized_words = piece_words(source_pieces, src_valid)  # (N, S)
+    source_words = _remap(normalized_words, given_word_map(source_tokenizer.normalize, sentences))
+    if targets is None:
+        text_pieces = tf.cond(
+            tf.convert_to_tensor(replace_unknown_words),
+            lambda: replace_unknown(
+                target_pieces, tf.equal(target_ids, UNK_ID) & tgt_valid, word_rows,
+                normalized_words,
+                tf.strings.split(source_tokenizer.normalize(sentences)).to_tensor(""),
+            ),
+            lambda: target_pieces,
+        )
+        translations = _join_pieces(text_pieces, tgt_valid)
+        target_words = piece_words(text_pieces, tgt_valid)  # (N, T)
+    else:
+        translations = targets
+        target_words = _remap(
+            piece_words(target_pieces, tgt_valid),
+            given_word_map(target_tokenizer.normalize, targets),
+        )
+    words = word_matrix(word_rows, source_words, target_words)  # (N, Wt, Ws)
     return {
-        "translations": _join_pieces(text_pieces, tgt_valid),
+        "translations": translations,
         "source_tokens": source_pieces,
         "target_tokens": target_pieces,
         "alignments": attention,
         "source_lengths": source_lengths,
         "target_lengths": target_lengths,
-        "word_alignments": _pharaoh(links, target_word_count),
+        "word_alignments": pharaoh_links(words),
     }

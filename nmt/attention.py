@@ -21,6 +21,11 @@ _MASKED_LOGIT = -1e9
 _LUONG_SCORES = ("dot", "general", "concat")
 
 
+def _is_positive_int(value) -> bool:
+    # bool is an int subclass, but `local_window=True` is a mistake, not D = 1.
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
 class Attention(keras.layers.Layer):
     """Base class: masked softmax attention with an optional local-p window.
 
@@ -51,10 +56,14 @@ class Attention(keras.layers.Layer):
 
     def __init__(self, local_window: int | None = None, local_units: int = 128, **kwargs):
         super().__init__(**kwargs)
-        if local_window is not None and (not isinstance(local_window, int) or local_window < 1):
+        if local_window is not None and not _is_positive_int(local_window):
             raise ValueError(
                 f"local_window must be None or a positive integer. Received: "
                 f"local_window={local_window!r}"
+            )
+        if not _is_positive_int(local_units):
+            raise ValueError(
+                f"local_units must be a positive integer. Received: local_units={local_units!r}"
             )
         self.local_window = local_window
         self.local_units = local_units
@@ -103,6 +112,7 @@ class Attention(keras.layers.Layer):
         logits = tf.cast(self._score(query, projected_keys), tf.float32)  # (batch, Tq, Tk)
         if mask is None:
             mask = tf.ones(tf.shape(keys)[:2], dtype=tf.bool)  # (batch, Tk)
+        mask = tf.cast(mask, tf.bool)  # a 0/1 mask works too; tf.where needs bool
         valid = tf.broadcast_to(mask[:, None, :], tf.shape(logits))  # (batch, Tq, Tk)
         if self.local_window is not None:
             logits, valid = self._apply_local_window(query, logits, valid, mask)
@@ -182,7 +192,7 @@ class BahdanauAttention(Attention):
 
     def __init__(self, units: int, normalize: bool = False, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(units, int) or units < 1:
+        if not _is_positive_int(units):
             raise ValueError(f"units must be a positive integer. Received: units={units!r}")
         self.units = units
         self.normalize = normalize
@@ -241,6 +251,8 @@ class LuongAttention(Attention):
         super().__init__(**kwargs)
         if score not in _LUONG_SCORES:
             raise ValueError(f"score must be one of {_LUONG_SCORES}. Received: score={score!r}")
+        if not _is_positive_int(units):
+            raise ValueError(f"units must be a positive integer. Received: units={units!r}")
         self.score = score
         self.scale = scale
         self.units = units

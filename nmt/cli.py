@@ -31,7 +31,9 @@ def _parse_overrides(items: list[str]) -> dict:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or "." not in key:
-            raise SystemExit(f"--set takes SECTION.KEY=VALUE, e.g. optim.max_steps=100; got {item!r}")
+            raise ValueError(
+                f"--set takes SECTION.KEY=VALUE, e.g. optim.max_steps=100. Received: {item!r}"
+            )
         overrides[key] = yaml.safe_load(value)
     return overrides
 
@@ -58,9 +60,8 @@ def _add_export(sub) -> None:
 def _export(args) -> int:
     import json
 
-    from training.export_run import module_from_run
-
     from nmt.export import export_saved_model, module_from_export
+    from training.export_run import module_from_run
 
     extra = json.loads(Path(args.metadata).read_text()) if args.metadata else {}
     if args.run:

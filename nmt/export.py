@@ -19,7 +19,7 @@ from nmt import alignment
 from nmt.decoder import Memory
 from nmt.model import ModelConfig, Seq2Seq
 from nmt.search import beam_search, tile_beams
-from nmt.tokenizer import BOS_ID, EOS_ID, SubwordTokenizer, TokenizerPair
+from nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, TokenizerPair
 
 METADATA_FILE = "nmt_metadata.json"
 MAX_SOURCE_TOKENS = 256  # longer sources are truncated; the server rejects them earlier
@@ -71,8 +71,7 @@ class TranslationModule(tf.Module):
         ids = self.source_tokenizer.tokenize(sentences)  # ragged (batch, None)
         ids = ids[:, : MAX_SOURCE_TOKENS - 1]
         eos = tf.fill([ids.nrows(), 1], tf.constant(EOS_ID, ids.dtype))
-        ids = tf.concat([ids, eos], axis=1)
-        return tf.cast(ids.to_tensor(), tf.int32)  # (batch, S)
+        return _dense(tf.concat([ids, eos], axis=1))  # (batch, S)
 
     def _search(self, source, options):
         memory = self.model.encode(source)
@@ -81,9 +80,14 @@ class TranslationModule(tf.Module):
         tiled = Memory(*(tile_beams(t, beam) for t in memory))
         state = tile_beams(self.model.initial_state(memory), beam)
 
+        # PAD and BOS never occur inside a target sentence; an untrained or weak
+        # model could still pick them, so they are excluded from the search.
+        vocab = tf.range(self.model.config.target_vocab_size)  # (V,)
+        banned = tf.where((vocab == PAD_ID) | (vocab == BOS_ID), float("-inf"), 0.0)  # (V,)
+
         def step_fn(tokens, state):
             logits, state, weights = self.model.decode_step(tokens, state, tiled)
-            return tf.nn.log_softmax(logits), state, weights
+            return tf.nn.log_softmax(logits + banned), state, weights
 
         source_lengths = tf.reduce_sum(tf.cast(memory.mask, tf.int32), axis=1)  # (batch,)
         max_lengths = tf.cast(
@@ -142,14 +146,22 @@ class TranslationModule(tf.Module):
 
     @tf.function(input_signature=[_STRINGS, _STRINGS])
     def align(self, sources, targets):
-        """Forced decoding of given pairs: attention and word links of `targets`."""
+        """Forced decoding of given pairs: attention and word links of `targets`.
+
+        `translations` are the targets as given, and word indices count their
+        whitespace words; `scores` are total log-probabilities (not
+        length-normalised).
+        """
+        tf.debugging.assert_equal(
+            tf.size(sources), tf.size(targets), message="align needs one target per source"
+        )
         source = self._encode_sources(sources)  # (batch, S)
         target_ids = self.target_tokenizer.tokenize(targets)[:, : MAX_SOURCE_TOKENS - 1]
         target_ids = tf.cast(target_ids, tf.int32)
         bos = tf.fill([target_ids.nrows(), 1], BOS_ID)
         eos = tf.fill([target_ids.nrows(), 1], EOS_ID)
-        target_in = tf.concat([bos, target_ids], axis=1).to_tensor()  # (batch, T)
-        target_out = tf.concat([target_ids, eos], axis=1).to_tensor()  # (batch, T)
+        target_in = _dense(tf.concat([bos, target_ids], axis=1))  # (batch, T)
+        target_out = _dense(tf.concat([target_ids, eos], axis=1))  # (batch, T)
         logits, weights = self.model((source, target_in), training=False)
         lengths = tf.cast(tf.reduce_sum(tf.cast(target_out > 0, tf.int32), axis=1), tf.int32)
         log_probs = tf.nn.log_softmax(logits)
@@ -157,10 +169,19 @@ class TranslationModule(tf.Module):
         mask = tf.cast(target_out > 0, tf.float32)
         out = alignment.describe(
             self.source_tokenizer, self.target_tokenizer, sources, source, target_out,
-            lengths, weights, tf.constant(False),
+            lengths, weights, tf.constant(False), targets=targets,
         )
         out["scores"] = tf.reduce_sum(token_log_probs * mask, axis=1)
         return out
+
+
+def _dense(ids: tf.RaggedTensor) -> tf.Tensor:
+    """Ragged ids -> int32 `(batch, L)` padded with 0, with L >= 1.
+
+    An empty batch would otherwise give L = 0, which the RNNs cannot run over.
+    """
+    ids = tf.cast(ids.to_tensor(), tf.int32)
+    return tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]])
 
 
 def build_module(config: ModelConfig, tokenizers: TokenizerPair,
@@ -190,7 +211,8 @@ def export_saved_model(module: TranslationModule, base_dir: str | os.PathLike,
         "align": module.align,
     }
     tf.saved_model.save(module, str(path), signatures=signatures)
-    metadata = {**module.metadata, "model_config": module.model.config.to_dict()}
+    config = module.model.config
+    metadata = {"attention": config.describe(), **module.metadata, "model_config": config.to_dict()}
     (path / "assets.extra").mkdir(exist_ok=True)
     (path / "assets.extra" / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
     return path

@@ -66,29 +66,29 @@ class ModelConfig:
         _check_choice("decoder", self.decoder, DECODERS)
         _check_choice("attention", self.attention, ATTENTIONS)
         _check_choice("cell", self.cell, CELLS)
-        for name in ("source_vocab_size", "target_vocab_size", "embedding_dim", "hidden_dim",
-                     "encoder_layers", "decoder_layers", "attention_units"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
-        if self.hidden_dim % 2:
-            raise ValueError(
-                f"hidden_dim must be even (split over two directions). "
-                f"Received: hidden_dim={self.hidden_dim!r}"
-            )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1). Received: dropout={self.dropout!r}")
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise ValueError(
-                f"label_smoothing must be in [0, 1). Received: "
-                f"label_smoothing={self.label_smoothing!r}"
-            )
+        for name in _POSITIVE_INTS:
+            self._require(name, _is_positive_int(getattr(self, name)), "a positive integer")
+        # A quoted YAML "false" is a non-empty string, i.e. truthy: reject it.
+        for name in _FLAGS:
+            self._require(name, isinstance(getattr(self, name), bool), "True or False")
+        for name in ("dropout", "label_smoothing"):
+            self._require(name, _is_fraction(getattr(self, name)), "a number in [0, 1)")
+        self._require(
+            "local_window", self.local_window is None or _is_positive_int(self.local_window),
+            "None (global attention) or a positive integer D",
+        )
+        self._require("hidden_dim", self.hidden_dim % 2 == 0, "even (split over two directions)")
         if self.share_embeddings and self.source_vocab_size != self.target_vocab_size:
             raise ValueError(
                 "share_embeddings needs one joint vocabulary (equal vocabulary sizes). Received: "
                 f"source_vocab_size={self.source_vocab_size}, "
                 f"target_vocab_size={self.target_vocab_size}"
             )
+
+    def _require(self, name: str, ok: bool, what: str) -> None:
+        if not ok:
+            value = getattr(self, name)
+            raise ValueError(f"{name} must be {what}. Received: {name}={value!r}")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> ModelConfig:
@@ -112,6 +112,21 @@ class ModelConfig:
         if self.decoder == "luong" and self.input_feeding:
             name += "+feed"
         return name
+
+
+_POSITIVE_INTS = ("source_vocab_size", "target_vocab_size", "embedding_dim", "hidden_dim",
+                  "encoder_layers", "decoder_layers", "attention_units")
+_FLAGS = ("residual", "normalize", "scale", "input_feeding", "tie_embeddings",
+          "share_embeddings")
+
+
+def _is_fraction(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
+
+
+def _is_positive_int(value: Any) -> bool:
+    # bool is an int subclass, but `encoder_layers: true` in a YAML file is a mistake.
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
@@ -183,7 +198,8 @@ class Seq2Seq(keras.Model):
         return self.decoder.initial_state(memory)
 
     def decode_step(self, previous_tokens, state, memory: Memory):
-        """`(previous token (batch,), state) -> (logits (batch, V), state, attention (batch, S))`."""
+        """One search step: `(previous token (batch,), state)` ->
+        `(logits (batch, V), state, attention (batch, S))`."""
         return self.decoder.step(previous_tokens, state, memory, training=False)
 
     def build_for(self, batch: int = 2, source_length: int = 3, target_length: int = 3) -> None:
@@ -199,7 +215,13 @@ class Seq2Seq(keras.Model):
         return sequence_loss(y, logits, self.config.label_smoothing)
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
+        # The dtype policy travels with the model, as for Keras' own layers; without
+        # it a mixed_bfloat16 model would come back from a .keras file in float32.
+        return {
+            "config": self.config.to_dict(),
+            "name": self.name,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
 
     @classmethod
     def from_config(cls, config):

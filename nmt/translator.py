@@ -63,6 +63,24 @@ def _strings(values: np.ndarray) -> list[str]:
     return [v.decode("utf-8", errors="replace") for v in values]
 
 
+def _sentence_list(sentences: Sequence[str], name: str) -> list[str]:
+    if isinstance(sentences, (str, bytes)):
+        raise ValueError(
+            f"{name} must be a list of sentences, not a single string; wrap it in a list. "
+            f"Received: {name}={sentences!r}"
+        )
+    return list(sentences)
+
+
+def _decode_options(options: DecodeOptions | None, overrides: dict) -> DecodeOptions:
+    """`options` with `overrides` applied; unknown names raise ValueError."""
+    known = {field.name for field in dataclasses.fields(DecodeOptions)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ValueError(f"Unknown decoding options {unknown}; known options: {sorted(known)}")
+    return dataclasses.replace(options or DecodeOptions(), **overrides)
+
+
 def _parse_links(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(tuple(int(x) for x in link.split("-")) for link in text.split())
 
@@ -82,6 +100,11 @@ class Translator:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Translator:
+        """Loads a version directory, or the highest version under a base directory.
+
+        Raises:
+            FileNotFoundError: no SavedModel at `path`.
+        """
         version_dir = resolve_version_dir(path)
         loaded = tf.saved_model.load(str(version_dir))
         metadata_path = version_dir / "assets.extra" / METADATA_FILE
@@ -102,11 +125,16 @@ class Translator:
                   **overrides) -> list[Translation]:
         """Translates sentences; keyword arguments override `DecodeOptions` fields.
 
+        Args:
+            sentences: the source sentences (a list, not a single string).
+            options: decoding options; defaults to `DecodeOptions()`.
+            **overrides: any `DecodeOptions` field, e.g. `beam_size=1`.
+
         Returns:
             One `Translation` per sentence, in order (an empty list for no input).
         """
-        options = dataclasses.replace(options or DecodeOptions(), **overrides)
-        sentences = list(sentences)
+        options = _decode_options(options, overrides)
+        sentences = _sentence_list(sentences, "sentences")
         if not sentences:
             return []
         out = self._translate(
@@ -123,7 +151,15 @@ class Translator:
         return [self._translation(sentences[i], out, i) for i in range(len(sentences))]
 
     def align(self, sources: Sequence[str], targets: Sequence[str]) -> list[Translation]:
-        """Forced alignment of given pairs (the target is scored, not searched)."""
+        """Forced alignment of given pairs: the target is scored, not searched.
+
+        Returns:
+            One `Translation` per pair whose hypothesis text is the target as
+            given (word links count its whitespace words) and whose score is
+            the target's total log-probability (not length-normalised).
+        """
+        sources = _sentence_list(sources, "sources")
+        targets = _sentence_list(targets, "targets")
         if len(sources) != len(targets):
             raise ValueError(
                 f"sources and targets must have the same length. Received: {len(sources)} "
@@ -131,7 +167,8 @@ class Translator:
             )
         if not sources:
             return []
-        out = self._align(sources=tf.constant(list(sources)), targets=tf.constant(list(targets)))
+        out = self._align(sources=tf.constant(sources, tf.string),
+                          targets=tf.constant(targets, tf.string))
         out = {key: value.numpy()[:, None] for key, value in out.items()}
         return [self._translation(sources[i], out, i) for i in range(len(sources))]
 
@@ -156,14 +193,19 @@ class Translator:
 
 
 def format_alignment_table(translation: Translation) -> str:
-    """Word links as a readable two-column table: target word <- source word."""
+    """Word links as a readable table: each target word and the source words it links to.
+
+    Words are the whitespace-separated words of `translation.text` and
+    `translation.source`; a target word without a link shows "-".
+    """
     source_words = translation.source.split()
     target_words = translation.text.split()
-    rows = [f"{'target':<20} source"]
-    for s, t in translation.word_alignment:
+    linked: dict[int, list[str]] = {t: [] for t in range(len(target_words))}
+    for s, t in sorted(translation.word_alignment, key=lambda link: (link[1], link[0])):
+        linked.setdefault(t, []).append(source_words[s] if s < len(source_words) else f"#{s}")
+    width = max([len("target"), *(len(word) for word in target_words)])
+    rows = [f"{'target':<{width}}  source"]
+    for t, sources in sorted(linked.items()):
         target = target_words[t] if t < len(target_words) else f"#{t}"
-        source = source_words[s] if s < len(source_words) else f"#{s}"
-        rows.append(f"{target:<20} {source}")
+        rows.append(f"{target:<{width}}  {' '.join(sources) or '-'}")
     return "\n".join(rows)
-
-

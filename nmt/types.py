@@ -17,10 +17,12 @@ class Hypothesis:
 
     Attributes:
         text: the detokenized translation.
-        target_tokens: subword pieces of the translation, without EOS.
+        target_tokens: subword pieces of the translation, ending with "</s>"
+            when the hypothesis ended (not when it was cut at the length limit).
         score: length-normalised log-probability (higher is better).
-        alignment: attention weights, shape `(len(target_tokens), len(source_tokens))`;
-            each row sums to 1 over the source tokens.
+        alignment: attention weights, shape `(len(target_tokens), len(source_tokens))`
+            (the "</s>" row and column included); each row sums to 1 over the
+            source tokens.
         word_alignment: hard word links `(source_word, target_word)`, 0-based,
             words being the whitespace-separated words of the source as given
             and of `text`.
@@ -43,7 +45,7 @@ class Translation:
 
     Attributes:
         source: the source sentence as given.
-        source_tokens: subword pieces of the normalised source, without EOS.
+        source_tokens: subword pieces of the normalised source, ending with "</s>".
         best: the highest-scoring hypothesis (`nbest[0]`).
         nbest: all returned hypotheses, best first (length = requested n-best).
     """
@@ -122,7 +124,8 @@ class DecodeOptions:
             )
         if not 0 <= self.length_penalty <= 5:
             raise ValueError(
-                f"length_penalty must be in [0, 5]. Received: length_penalty={self.length_penalty!r}"
+                "length_penalty must be in [0, 5]. "
+                f"Received: length_penalty={self.length_penalty!r}"
             )
         if not 0 <= self.coverage_penalty <= 5:
             raise ValueError(

@@ -46,13 +46,13 @@ def tiny_tokenizers(tiny_pairs):
 
 
 def make_tiny_module(tokenizers, **model_overrides):
-    """An untrained (seeded) tiny model wrapped for export; translations are gibberish."""
-    import keras
-
+    """An untrained tiny model wrapped for export; translations are gibberish."""
     from nmt.export import build_module
     from nmt.model import ModelConfig
 
-    keras.utils.set_random_seed(7)
+    # No keras.utils.set_random_seed here: tf.random.set_seed clears TensorFlow's
+    # kernel cache, which frees the SentencePiece resources of tokenizers that
+    # already exist (e.g. the session's `tiny_tokenizers`).
     config = ModelConfig(**{
         "source_vocab_size": tokenizers.source.vocab_size,
         "target_vocab_size": tokenizers.target.vocab_size,

@@ -91,21 +91,33 @@ def _section(cls, values: dict | None, where: str):
     return cls(**values)
 
 
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
-    """Reads a YAML training config; `overrides` maps `section.key` to values."""
+def read_raw_config(path: str | Path, overrides: dict[str, Any] | None = None) -> dict:
+    """The YAML mapping with `overrides` (`section.key` -> value) applied and the
+    data paths made absolute, ready to be written into a run directory."""
     path = Path(path)
     raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     for dotted, value in (overrides or {}).items():
         section, _, key = dotted.partition(".")
+        if not key:
+            raise ValueError(f"An override is 'section.key'. Received: {dotted!r}")
         raw.setdefault(section, {})[key] = value
     data = dict(raw.get("data") or {})
     for key in ("train", "dev"):
         if key not in data:
             raise ValueError(f"{path}: 'data.{key}' (a TSV of English<TAB>French) is required")
         data[key] = str((path.parent / data[key]).resolve())
+    raw["data"] = data
+    raw.setdefault("name", path.stem)
+    return raw
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """Reads a YAML training config; `overrides` maps `section.key` to values."""
+    raw = read_raw_config(path, overrides)
+    data = dict(raw["data"])
     data["cleaning"] = _section(CleaningConfig, data.get("cleaning"), "data.cleaning")
     return TrainConfig(
-        name=str(raw.get("name") or path.stem),
+        name=str(raw["name"]),
         data=_section(DataConfig, data, "data"),
         tokenizer=_section(TokenizerConfig, raw.get("tokenizer"), "tokenizer"),
         model=dict(raw.get("model") or {}),

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import shutil
 import signal
 import sys
 import time
@@ -273,7 +272,7 @@ class Trainer:
 def run(config_path: str | Path, run_dir: str | Path, *, resume: bool = False,
         max_time: str | None = None, overrides: dict | None = None) -> Path:
     """Trains per `config_path` into `run_dir`; returns the run directory."""
-    from training.config import load_config
+    from training.config import load_config, read_raw_config
 
     cfg = load_config(config_path, overrides)
     run_dir = Path(run_dir)
@@ -284,7 +283,9 @@ def run(config_path: str | Path, run_dir: str | Path, *, resume: bool = False,
         )
     run_dir.mkdir(parents=True, exist_ok=True)
     if not (run_dir / "config.yaml").exists():
-        shutil.copyfile(config_path, run_dir / "config.yaml")
+        # The effective config (overrides applied), so export rebuilds the same model.
+        effective = read_raw_config(config_path, overrides)
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(effective, sort_keys=False))
     keras.utils.set_random_seed(cfg.optim.seed)
     tokenizers, corpus, dev = load_corpora(cfg, run_dir)
     trainer = Trainer(cfg, run_dir, tokenizers, corpus, dev)

@@ -105,3 +105,11 @@ def test_time_budget_ends_training(tmp_path):
     run_dir = train_module.run(config, tmp_path / "run")
     summary = json.loads((run_dir / "summary.json").read_text())
     assert 0 < summary["steps"] < 10_000
+
+
+def test_run_directory_keeps_the_effective_config(tmp_path):
+    config = write_config(tmp_path, max_steps=1, eval_every=100)
+    run_dir = train_module.run(config, tmp_path / "run", overrides={"model.hidden_dim": 12})
+    saved = load_config(run_dir / "config.yaml")
+    assert saved.model["hidden_dim"] == 12
+    assert Path(saved.data.train).is_absolute()

@@ -1,0 +1,198 @@
+"""Engines: what a batch job translates with, in-process or through a server.
+
+An engine turns a list of sentences into one `Translation` per sentence, in
+order, batching as it sees fit. It raises `BadInputError` when the input
+itself is rejected; any other exception means the engine failed (server
+down, out of memory) and stops the job, which can then be resumed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+from nmt.types import DecodeOptions, Translation
+
+log = logging.getLogger("nmt.batch")
+
+
+class BadInputError(ValueError):
+    """The engine rejected the sentences it was given (retrying will not help)."""
+
+
+class Engine(Protocol):
+    """Translates sentences; see the module docstring for the contract.
+
+    Attributes:
+        max_source_tokens: the model's source length limit in subword tokens
+            (with EOS) when known, to flag truncated sentences; else None.
+    """
+
+    max_source_tokens: int | None
+
+    def translate(self, sentences: Sequence[str]) -> list[Translation]: ...
+
+    def describe(self) -> dict: ...
+
+
+def batches(items: Sequence, size: int) -> Iterator[Sequence]:
+    """Consecutive slices of `items` of at most `size` elements."""
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def translate_or_explain(engine: Engine, sentences: Sequence[str]) -> list[Translation | str]:
+    """Translates, replacing each sentence the engine rejects by the reason.
+
+    A rejected request is split in halves until the offending sentences are
+    alone, so one bad sentence costs about log2(len(sentences)) extra calls.
+
+    Returns:
+        One `Translation`, or an error message, per sentence, in order.
+    """
+    if not sentences:
+        return []
+    try:
+        return list(engine.translate(sentences))
+    except BadInputError as error:
+        if len(sentences) == 1:
+            return [f"rejected by the model: {error}"]
+    middle = len(sentences) // 2
+    return (translate_or_explain(engine, sentences[:middle])
+            + translate_or_explain(engine, sentences[middle:]))
+
+
+def _check_batch_size(batch_size: int) -> None:
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1. Received: batch_size={batch_size!r}")
+
+
+class LocalEngine:
+    """Translates in this process with `nmt.translator.Translator`.
+
+    Args:
+        translator: a loaded `Translator`.
+        options: decoding options.
+        batch_size: sentences per call to the model.
+    """
+
+    def __init__(self, translator, options: DecodeOptions, batch_size: int = 64):
+        from nmt.export import MAX_SOURCE_TOKENS
+
+        _check_batch_size(batch_size)
+        self.translator, self.options, self.batch_size = translator, options, batch_size
+        self.max_source_tokens: int | None = MAX_SOURCE_TOKENS
+
+    @classmethod
+    def load(cls, model: str | os.PathLike, options: DecodeOptions,
+             batch_size: int = 64) -> LocalEngine:
+        from nmt.translator import Translator
+
+        return cls(Translator.load(model), options, batch_size)
+
+    def translate(self, sentences: Sequence[str]) -> list[Translation]:
+        import tensorflow as tf
+
+        results: list[Translation] = []
+        for batch in batches(sentences, self.batch_size):
+            try:
+                results.extend(self.translator.translate(batch, self.options))
+            except tf.errors.InvalidArgumentError as error:
+                raise BadInputError(error.message.splitlines()[0]) from error
+        return results
+
+    def describe(self) -> dict:
+        return {"model": self.translator.info.path, "batch_size": self.batch_size,
+                "options": dataclasses.asdict(self.options)}
+
+
+def _status_name(error: Exception) -> str | None:
+    # grpc.RpcError carries a status code; read by name so that this module
+    # does not need grpc (the in-process path never imports it).
+    code = getattr(error, "code", None)
+    return getattr(code() if callable(code) else None, "name", None)
+
+
+# Statuses a busy or restarting server answers with; the call is retried.
+RETRIED_STATUSES = ("UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED")
+
+
+class ServerEngine:
+    """Translates through a running `nmt serve` with `TranslateStream`.
+
+    All batches of one `translate` call go through one stream, so the
+    client sends the next batch while the server decodes the previous one.
+    INVALID_ARGUMENT becomes `BadInputError`; a busy or restarting server
+    (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED) is retried with
+    exponential backoff, and the job stops if it stays so.
+
+    Args:
+        client: an `nmt.client.TranslationClient` (or anything with its
+            `translate_stream(batches, options)`).
+        options: decoding options.
+        batch_size: sentences per streamed request (at most the server's
+            `max_sentences`).
+        target: the server address, recorded in the job's checkpoint.
+        retries: attempts after the first for retried statuses.
+        backoff_s: wait before the first retry, doubled at each retry.
+    """
+
+    # The server runs the same export, which truncates sources at
+    # nmt.export.MAX_SOURCE_TOKENS; repeated here so that the client path
+    # does not import TensorFlow (a test checks that the two agree).
+    max_source_tokens: int | None = 256
+
+    def __init__(self, client, options: DecodeOptions, batch_size: int = 64, target: str = "",
+                 *, retries: int = 5, backoff_s: float = 1.0):
+        _check_batch_size(batch_size)
+        self.client, self.options, self.batch_size = client, options, batch_size
+        self.target, self.retries, self.backoff_s = target, retries, backoff_s
+
+    @classmethod
+    def connect(cls, target: str, options: DecodeOptions, batch_size: int = 64, *,
+                timeout: float | None = None, root_certificates: bytes | None = None,
+                token: str | None = None) -> ServerEngine:
+        from nmt.client import TranslationClient
+
+        client = TranslationClient(target, timeout=timeout, root_certificates=root_certificates,
+                                   token=token)
+        return cls(client, options, batch_size, target)
+
+    def translate(self, sentences: Sequence[str]) -> list[Translation]:
+        requests = [list(batch) for batch in batches(sentences, self.batch_size)]
+        for attempt in range(self.retries + 1):
+            try:
+                results = [t for reply in self.client.translate_stream(requests, self.options)
+                           for t in reply]
+                break
+            except Exception as error:
+                status = _status_name(error)
+                if isinstance(error, ValueError) or status == "INVALID_ARGUMENT":
+                    raise BadInputError(_message(error)) from error
+                if status not in RETRIED_STATUSES or attempt == self.retries:
+                    raise
+                log.warning("server answered %s (%s); retrying", status, _message(error))
+                time.sleep(self.backoff_s * 2 ** attempt)
+        if len(results) != len(sentences):
+            raise RuntimeError(
+                f"the server returned {len(results)} translations for {len(sentences)} sentences"
+            )
+        return results
+
+    def describe(self) -> dict:
+        return {"server": self.target, "batch_size": self.batch_size,
+                "options": dataclasses.asdict(self.options)}
+
+    def close(self) -> None:
+        close = getattr(self.client, "close", None)
+        if callable(close):
+            close()
+
+
+def _message(error: Exception) -> str:
+    details = getattr(error, "details", None)
+    return str(details() if callable(details) else error)

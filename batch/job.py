@@ -1,0 +1,186 @@
+"""`nmt batch`: a streaming, resumable file translator.
+
+The input is read in windows of `window` lines. Each window's sentences are
+sorted by length so that batches hold sentences of similar length (less
+padding), translated, put back in input order and committed to the output
+with a checkpoint. Memory holds one window, whatever the size of the file.
+
+Windows always start at the same lines, so a resumed job translates exactly
+the batches an uninterrupted one would, and its output is byte-identical.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from batch.checkpoint import Checkpoint, PartialOutput, load_checkpoint, save_checkpoint
+from batch.engines import Engine, translate_or_explain
+from batch.readers import InputFormat, SourceLine, numbered_lines, open_input, parse_line
+from batch.records import OUTPUT_FORMATS, error_record, format_record, translation_record
+
+log = logging.getLogger("nmt.batch")
+
+# For tests only: seconds to sleep between writing a window and checkpointing
+# it, so that a `kill -9` lands mid-job, between the two writes.
+COMMIT_DELAY_ENV = "NMT_BATCH_COMMIT_DELAY"
+
+
+@dataclasses.dataclass(frozen=True)
+class JobConfig:
+    """What a batch job reads and writes.
+
+    Attributes:
+        input: input file (`.gz` is decompressed).
+        output: output file (`.gz` is compressed).
+        input_format: where the sentence is on each line.
+        output_format: `jsonl` (one record per line) or `text` (translations).
+        with_alignment: add tokens and the attention matrix to each record.
+        window: lines sorted by length and committed together.
+        resume: continue from the checkpoint of an interrupted run.
+    """
+
+    input: Path
+    output: Path
+    input_format: InputFormat = InputFormat()
+    output_format: str = "jsonl"
+    with_alignment: bool = False
+    window: int = 2000
+    resume: bool = False
+
+    def __post_init__(self) -> None:
+        if self.output_format not in OUTPUT_FORMATS:
+            raise ValueError(f"output format must be one of {', '.join(OUTPUT_FORMATS)}. "
+                             f"Received: {self.output_format!r}")
+        if self.window < 1:
+            raise ValueError(f"window must be >= 1. Received: window={self.window!r}")
+        if Path(self.input).resolve() == Path(self.output).resolve():
+            raise ValueError(f"input and output must differ. Received: {str(self.output)!r} "
+                             "for both")
+
+
+@dataclasses.dataclass(frozen=True)
+class JobResult:
+    """Lines and errors written by this run, and where it started."""
+
+    lines: int
+    errors: int
+    resumed_from: int
+    seconds: float
+
+
+def translate_window(sources: list[SourceLine], engine: Engine, *,
+                     with_alignment: bool = False) -> list[dict]:
+    """Records for a window of lines, in input order (translated sorted by length)."""
+    todo = sorted((s for s in sources if s.error is None), key=lambda s: len(s.text))
+    results = translate_or_explain(engine, [s.text for s in todo])
+    records = {}
+    for source, result in zip(todo, results, strict=True):
+        if isinstance(result, str):
+            records[source.line] = error_record(source, result)
+        else:
+            records[source.line] = translation_record(
+                source, result, with_alignment=with_alignment,
+                max_source_tokens=engine.max_source_tokens)
+    return [records.get(s.line) or error_record(s) for s in sources]
+
+
+def fingerprint(config: JobConfig, engine: Engine) -> dict:
+    """Everything that decides the output bytes; a job resumes only if it is unchanged."""
+    stat = os.stat(config.input)
+    facts = {
+        "input": str(Path(config.input).resolve()), "input_bytes": stat.st_size,
+        "input_mtime_ns": stat.st_mtime_ns,
+        "input_format": dataclasses.asdict(config.input_format),
+        "output_format": config.output_format, "with_alignment": config.with_alignment,
+        "window": config.window, "engine": engine.describe(),
+    }
+    return json.loads(json.dumps(facts))  # the form it takes once saved (lists, not tuples)
+
+
+def _check_same_job(saved: dict, current: dict, path: Path) -> None:
+    changed = sorted(key for key in saved.keys() | current.keys()
+                     if saved.get(key) != current.get(key))
+    if changed:
+        raise ValueError(f"cannot resume: {', '.join(changed)} changed since the checkpoint "
+                         f"{path} was written; rerun without --resume to start over")
+
+
+def _starting_point(config: JobConfig, out: PartialOutput, facts: dict) -> Checkpoint | None:
+    """The checkpoint to continue from (a new one to start afresh), or None if done."""
+    previous = load_checkpoint(out.checkpoint) if config.resume else None
+    if previous is not None:
+        _check_same_job(previous.fingerprint, facts, out.checkpoint)
+        out.start(previous.output_bytes)
+        log.info("resuming %s after line %d", config.output, previous.lines)
+        return previous
+    if config.resume and config.output.exists() and not out.part.exists():
+        log.info("%s is already complete; nothing to resume", config.output)
+        return None
+    if out.checkpoint.exists():
+        log.warning("discarding the partial output %s (use --resume to continue it)", out.part)
+    out.start()
+    checkpoint = Checkpoint(facts)
+    save_checkpoint(out.checkpoint, checkpoint)
+    return checkpoint
+
+
+def _windows(lines: Iterable, size: int) -> Iterator[list]:
+    iterator = iter(lines)
+    while window := list(itertools.islice(iterator, size)):
+        yield window
+
+
+def _commit(out: PartialOutput, checkpoint: Checkpoint, records: list[dict], config: JobConfig,
+            last_line: int) -> Checkpoint:
+    size = out.commit("".join(format_record(r, config.output_format) for r in records))
+    delay = float(os.environ.get(COMMIT_DELAY_ENV) or 0)
+    if delay > 0:
+        time.sleep(delay)
+    errors = sum(r["error"] is not None for r in records)
+    checkpoint = dataclasses.replace(checkpoint, lines=last_line, output_bytes=size,
+                                     errors=checkpoint.errors + errors)
+    save_checkpoint(out.checkpoint, checkpoint)
+    return checkpoint
+
+
+def run_job(config: JobConfig, engine: Engine,
+            on_progress: Callable[[int, int], None] | None = None) -> JobResult:
+    """Translates `config.input` into `config.output`.
+
+    Args:
+        config: the job.
+        engine: what translates (`LocalEngine` or `ServerEngine`).
+        on_progress: called after each committed window with its number of lines
+            and the number of input lines done so far.
+
+    Returns:
+        What this run did (a resumed run counts only the lines it added).
+    """
+    started = time.monotonic()
+    out = PartialOutput(config.output)
+    checkpoint = _starting_point(config, out, fingerprint(config, engine))
+    if checkpoint is None:
+        return JobResult(0, 0, 0, 0.0)
+    first = checkpoint
+    try:
+        with open_input(config.input) as stream:
+            raw = numbered_lines(stream, skip=checkpoint.lines)
+            for window in _windows(raw, config.window):
+                sources = [parse_line(number, text, config.input_format)
+                           for number, text in window]
+                records = translate_window(sources, engine, with_alignment=config.with_alignment)
+                checkpoint = _commit(out, checkpoint, records, config, sources[-1].line)
+                if on_progress is not None:
+                    on_progress(len(sources), checkpoint.lines)
+        out.finish()
+    finally:
+        out.close()
+    return JobResult(lines=checkpoint.lines - first.lines, errors=checkpoint.errors - first.errors,
+                     resumed_from=first.lines, seconds=time.monotonic() - started)

@@ -1,0 +1,102 @@
+"""Output records of a batch job and how they are written (JSON Lines or text).
+
+One record per input line, shared by `nmt batch` and the Beam pipeline:
+
+    {"line": 3, "source": "...", "translation": "...", "score": -0.4213,
+     "word_alignment": "0-0 1-1", "error": null}
+
+with `source_tokens`, `target_tokens` and `alignment` (a `(T, S)` list of
+lists) added when alignments are asked for, and `nbest` when more than one
+hypothesis is. A line that is not translated has `translation`, `score` and
+`word_alignment` null and says why in `error`. Floats are rounded to
+`DECIMALS` places: the last bits of float32 results can depend on how
+sentences were batched, and rounding keeps outputs comparable across runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from batch.readers import SourceLine
+from nmt.types import Translation
+
+DECIMALS = 4
+OUTPUT_FORMATS = ("jsonl", "text")
+EOS_PIECE = "</s>"
+
+
+def detect_output_format(path: str) -> str:
+    """`text` for `.txt` (optionally `.gz`), else `jsonl`."""
+    return "text" if str(path).lower().removesuffix(".gz").endswith(".txt") else "jsonl"
+
+
+def _round(value: float) -> float | None:
+    return round(float(value), DECIMALS) if math.isfinite(value) else None
+
+
+def error_record(source: SourceLine, error: str | None = None) -> dict:
+    """The record of a line that was not translated."""
+    return {
+        "line": source.line, "source": source.text, "translation": None, "score": None,
+        "word_alignment": None, "error": error or source.error,
+    }
+
+
+def truncation_error(translation: Translation, max_source_tokens: int | None) -> str | None:
+    """Why a translation must not be trusted: its source was cut at the model's limit."""
+    if max_source_tokens is None:
+        return None
+    tokens = translation.source_tokens
+    pieces = len(tokens) - (1 if tokens[-1:] == (EOS_PIECE,) else 0)
+    if pieces < max_source_tokens - 1:
+        return None
+    return (f"too long: reaches the model's limit of {max_source_tokens - 1} subword tokens, "
+            "so only its beginning would be translated")
+
+
+def translation_record(source: SourceLine, translation: Translation, *,
+                       with_alignment: bool = False, max_source_tokens: int | None = None) -> dict:
+    """The record of a translated line (an error record if its source was truncated).
+
+    Args:
+        source: the input line.
+        translation: its translation.
+        with_alignment: add subword tokens and the `(T, S)` attention matrix.
+        max_source_tokens: the model's source limit (with EOS), if known.
+    """
+    error = truncation_error(translation, max_source_tokens)
+    if error is not None:
+        return error_record(source, error)
+    best = translation.best
+    record = {
+        "line": source.line, "source": source.text, "translation": best.text,
+        "score": _round(best.score), "word_alignment": best.pharaoh(),
+    }
+    if with_alignment:
+        record["source_tokens"] = list(translation.source_tokens)
+        record["target_tokens"] = list(best.target_tokens)
+        weights = np.round(np.asarray(best.alignment, np.float64), DECIMALS)  # (T, S)
+        record["alignment"] = weights.tolist()
+    if len(translation.nbest) > 1:
+        record["nbest"] = [{"translation": h.text, "score": _round(h.score)}
+                           for h in translation.nbest]
+    record["error"] = None
+    return record
+
+
+def format_record(record: dict, output_format: str) -> str:
+    """One output line, with its newline: compact JSON, or the translation alone.
+
+    In text format an untranslated line is an empty line, so line `i` of the
+    output still belongs to line `i` of the input.
+    """
+    if output_format == "jsonl":
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    if output_format == "text":
+        return (record["translation"] or "").replace("\n", " ") + "\n"
+    raise ValueError(
+        f"output format must be one of {', '.join(OUTPUT_FORMATS)}. Received: {output_format!r}"
+    )

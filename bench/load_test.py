@@ -1,0 +1,165 @@
+"""Load test of the gRPC service: throughput and latency under concurrent clients.
+
+Starts `nmt serve` on 127.0.0.1 (batching on, then off), and for each
+concurrency level runs N clients for a fixed time, each sending one sentence
+per request in a loop. Prints a Markdown table (sentences/s, p50/p95/p99
+latency, errors) and the server's memory before and after, with the machine.
+
+    .venv/bin/python bench/load_test.py                  # models/en-fr, 10 s per level
+    .venv/bin/python bench/load_test.py --model runs/x --duration 60 --concurrency 32
+
+Total time is about modes x levels x (warmup + duration) plus two server starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # run from a checkout without installing
+
+from nmt.client import AsyncTranslationClient, TranslationClient  # noqa: E402
+from serving.testing import free_port  # noqa: E402
+
+SENTENCES = [
+    "Hello.", "How are you?", "I am hungry.", "Where is the station?", "It is raining today.",
+    "I like this book.", "She is my sister.", "We are going home.", "Thank you very much.",
+    "What time is it?", "The cat is sleeping.", "Can you help me?", "I don't understand.",
+    "He works in Paris.", "Close the door, please.", "This is not my car.",
+    "They arrived yesterday.", "Do you speak French?", "I need a new phone.",
+    "The children are playing in the garden.", "Tom wants to learn French.",
+    "I have never seen this film.", "We should leave before it gets dark.",
+    "Could you tell me where the museum is?",
+]
+
+
+def machine() -> str:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process (Linux), in MB; NaN elsewhere."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def start_server(model: Path, batching: bool, log_path: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    command = [sys.executable, "-m", "nmt.cli", "serve", "--model", str(model),
+               "--host", "127.0.0.1", "--port", str(port), "--metrics-port", "0",
+               "--poll-interval", "0", "--grace", "2"]
+    if not batching:
+        command.append("--no-batching")
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPO)}
+    env.pop("NMT_AUTH_TOKEN", None)
+    log = open(log_path, "a")  # kept open for the server's lifetime
+    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=log)
+    target = f"127.0.0.1:{port}"
+    with TranslationClient(target) as client:
+        try:
+            client.wait_until_serving(timeout=300)
+        except TimeoutError:
+            process.terminate()
+            raise SystemExit(f"the server did not start; see {log_path}") from None
+    return process, target
+
+
+async def run_level(target: str, clients: int, duration: float, warmup: float) -> dict:
+    """`clients` concurrent loops of one-sentence requests; latencies after the warm-up."""
+    latencies: list[float] = []
+    errors = 0
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    measure_from, end = start + warmup, start + warmup + duration
+
+    async def one_client(index: int, client: AsyncTranslationClient) -> None:
+        nonlocal errors
+        i = index
+        while (now := loop.time()) < end:
+            sentence = SENTENCES[i % len(SENTENCES)]
+            i += clients
+            try:
+                await client.translate([sentence], with_alignment=True)
+            except Exception:  # counted, not fatal: the table reports them
+                if now >= measure_from:
+                    errors += 1
+                continue
+            if now >= measure_from:
+                latencies.append(loop.time() - now)
+
+    async with AsyncTranslationClient(target, timeout=60) as client:
+        await asyncio.gather(*(one_client(i, client) for i in range(clients)))
+    ms = np.array(latencies) * 1000
+    percentile = (lambda q: float(np.percentile(ms, q))) if len(ms) else (lambda q: float("nan"))
+    return {"clients": clients, "throughput": len(ms) / duration, "p50": percentile(50),
+            "p95": percentile(95), "p99": percentile(99), "errors": errors}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, default=REPO / "models" / "en-fr",
+                        help="base directory of <version>/ SavedModels")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds measured per level")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds before measuring")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--modes", nargs="+", choices=["on", "off"], default=["on", "off"],
+                        help="batching on and/or off")
+    args = parser.parse_args(argv)
+    if not args.model.is_dir():
+        print(f"no model at {args.model}; export one or pass --model", file=sys.stderr)
+        return 2
+    log_path = Path(tempfile.mkdtemp(prefix="nmt-bench-")) / "server.log"
+    print(f"Machine: {machine()}")
+    print(f"Model: {args.model}; {args.duration:g} s per level after {args.warmup:g} s warm-up; "
+          "one sentence per request; server log: " + str(log_path))
+    print()
+    print("| batching | clients | sentences/s | p50 ms | p95 ms | p99 ms | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    memory = []
+    for mode in args.modes:
+        process, target = start_server(args.model, mode == "on", log_path)
+        try:
+            started_rss = rss_mb(process.pid)
+            for clients in args.concurrency:
+                r = asyncio.run(run_level(target, clients, args.duration, args.warmup))
+                print(f"| {mode} | {clients} | {r['throughput']:.1f} | {r['p50']:.1f} | "
+                      f"{r['p95']:.1f} | {r['p99']:.1f} | {r['errors']} |", flush=True)
+            memory.append((mode, started_rss, rss_mb(process.pid)))
+        finally:
+            process.terminate()
+            process.wait(30)
+    print()
+    for mode, before, after in memory:
+        print(f"Server memory (batching {mode}): {before:.0f} MB after warm-up, "
+              f"{after:.0f} MB at the end")
+    return 0
+
+
+if __name__ == "__main__":
+    started = time.monotonic()
+    code = main()
+    print(f"({time.monotonic() - started:.0f} s)")
+    sys.exit(code)

@@ -1,0 +1,132 @@
+"""Training throughput: target tokens/s and the fraction of matrix-multiply peak.
+
+Runs the training step of a config on real batches of the training data and
+prints tokens/s, the model's FLOPs per target token (counted from its shapes,
+forward and backward), the achieved FLOP rate, and the machine's measured
+matrix-multiply peak in float32 and bfloat16 for comparison.
+
+    python bench/train_speed.py --config training/configs/en-fr.yaml [--steps 30]
+        [--precision mixed_bfloat16|float32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from nmt import data as nmt_data  # noqa: E402
+from nmt.model import ModelConfig, Seq2Seq, sequence_loss  # noqa: E402
+from nmt.tokenizer import train_tokenizers  # noqa: E402
+from training.config import load_config  # noqa: E402
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def matmul_peak(dtype: tf.DType, n: int = 2048, repeats: int = 20) -> float:
+    """Measured GFLOP/s of an n x n matrix multiply."""
+    a = tf.random.normal([n, n], dtype=tf.float32)
+    a = tf.cast(a, dtype)
+    product = tf.function(lambda x: tf.matmul(x, x))
+    product(a).numpy()
+    started = time.perf_counter()
+    for _ in range(repeats):
+        result = product(a)
+    result.numpy()
+    return 2 * n**3 * repeats / (time.perf_counter() - started) / 1e9
+
+
+def forward_macs(config: ModelConfig, source_len: int, target_len: int) -> float:
+    """Multiply-adds of one sentence pair's forward pass, from the layer shapes."""
+    e, h, v = config.embedding_dim, config.hidden_dim, config.target_vocab_size
+    half = h // 2
+    encoder = 2 * 4 * half * (e + half) + (config.encoder_layers - 1) * 2 * 4 * half * (h + half)
+    decoder_in = e + (e if config.decoder == "luong" and config.input_feeding else 0)
+    decoder_in += h if config.decoder == "bahdanau" else 0
+    rnn = 4 * h * (decoder_in + h) + (config.decoder_layers - 1) * 4 * h * (2 * h)
+    if config.attention in ("bahdanau", "concat"):
+        keys, per_query = h * config.attention_units, h * config.attention_units
+        per_query += source_len * config.attention_units  # v^T tanh(...) over the source
+    else:
+        keys = h * h if config.attention == "general" else 0
+        per_query = 0
+    attention = per_query + 2 * source_len * h  # scores and context
+    combine = (2 * h * e) if config.decoder == "luong" else (h + h + e) * e
+    output = e * v
+    return source_len * (encoder + keys) + target_len * (rnn + attention + combine + output)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="training/configs/en-fr.yaml")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--precision", help="override the config's precision")
+    parser.add_argument("--pairs", type=int, default=40000, help="training pairs to tokenize")
+    args = parser.parse_args()
+
+    cfg = load_config(args.config)
+    precision = args.precision or cfg.optim.precision
+    pairs = nmt_data.read_pairs(cfg.data.train)[: args.pairs]
+    tokenizers = train_tokenizers(pairs, cfg.tokenizer.vocab_size, joint=cfg.tokenizer.joint)
+    corpus = nmt_data.encode_pairs(pairs, tokenizers)
+    batches = list(nmt_data.make_train_dataset(
+        corpus, max_tokens=cfg.optim.max_tokens, seed=1, epoch=0).take(args.steps + 5))
+
+    keras.mixed_precision.set_global_policy(precision)
+    config = ModelConfig.from_dict({**cfg.model, "source_vocab_size": tokenizers.source.vocab_size,
+                                    "target_vocab_size": tokenizers.target.vocab_size})
+    model = Seq2Seq(config)
+    model.build_for()
+    optimizer = keras.optimizers.Adam(1e-3, global_clipnorm=1.0)
+
+    @tf.function(reduce_retracing=True)
+    def step(inputs, target_out):
+        with tf.GradientTape() as tape:
+            logits, _ = model(inputs, training=True)
+            loss = sequence_loss(target_out, logits, config.label_smoothing)
+        optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+        return loss
+
+    for inputs, target_out in batches[:5]:  # warm-up and tracing
+        step(inputs, target_out).numpy()
+    tokens = macs = 0.0
+    started = time.perf_counter()
+    for (source, target_in), target_out in batches[5:]:
+        step((source, target_in), target_out).numpy()
+        tokens += float(tf.reduce_sum(tf.cast(target_out > 0, tf.float32)))
+        batch, s_len = source.shape
+        macs += batch * forward_macs(config, s_len, target_in.shape[1])
+    seconds = time.perf_counter() - started
+    flops = 3 * 2 * macs  # forward + backward (about twice the forward)
+    peak32, peak16 = matmul_peak(tf.float32), matmul_peak(tf.bfloat16)
+    peak = peak16 if "bfloat16" in precision else peak32
+    achieved = flops / seconds / 1e9
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, "
+          f"TensorFlow {tf.__version__}")
+    print(f"config: {config.describe()}, {model.count_params():,} parameters, {precision}")
+    print("| target tokens/s | sentence pairs/s | GFLOP/s achieved | matmul peak GFLOP/s "
+          "(f32 / bf16) | fraction of peak |\n|---|---|---|---|---|")
+    sentences = sum(int(t.shape[0]) for (_, t), _ in batches[5:])
+    print(f"| {tokens / seconds:,.0f} | {sentences / seconds:,.0f} | {achieved:,.0f} | "
+          f"{peak32:,.0f} / {peak16:,.0f} | {achieved / peak:.0%} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""Python clients of the gRPC translation service (`nmt.v1.TranslationService`).
+
+They return the same types as `nmt.translator.Translator` (`nmt.types`, with
+alignment matrices as NumPy arrays) and need neither TensorFlow nor a model:
+
+    from nmt.client import TranslationClient
+
+    with TranslationClient("localhost:50051") as client:
+        for t in client.translate(["How are you?"]):
+            print(t.text, t.best.pharaoh(), t.alignment.shape)  # (T, S)
+
+Errors are `grpc.RpcError`s: `error.code()` is the status (INVALID_ARGUMENT,
+RESOURCE_EXHAUSTED, UNAVAILABLE, ...) and `error.details()` says what to change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from nmt.types import DecodeOptions, Translation
+from serving import convert, protos
+
+pb2, pb2_grpc = protos.load()
+
+SERVICE_NAME = "nmt.v1.TranslationService"
+# Responses carry alignment matrices; allow large ones (the server limits requests).
+_CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 256 * 1024 * 1024),
+                    ("grpc.max_send_message_length", 256 * 1024 * 1024)]
+
+
+def _check_sentences(sentences: Sequence[str]) -> list[str]:
+    if isinstance(sentences, str | bytes):
+        raise TypeError(
+            "sentences must be a sequence of strings, not a single string. "
+            f"Received: sentences={sentences[:40]!r}; wrap it in a list.")
+    sentences = list(sentences)
+    for i, sentence in enumerate(sentences):
+        if not isinstance(sentence, str):
+            raise TypeError(f"sentence {i} must be a str. Received: {type(sentence).__name__}")
+    return sentences
+
+
+def _request(sentences: list[str], options: DecodeOptions | None, with_alignment: bool,
+             request_id: str = ""):
+    return pb2.TranslateRequest(
+        sentences=sentences, options=convert.options_to_proto(options),
+        with_alignment=with_alignment, request_id=request_id)
+
+
+def _credentials(root_certificates: bytes | None, token: str | None):
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    tls = grpc.ssl_channel_credentials(root_certificates) if root_certificates else None
+    return tls, metadata
+
+
+class TranslationClient:
+    """Blocking client.
+
+    Args:
+        target: `host:port` of the server.
+        timeout: deadline of each call in seconds (of the whole stream for
+            `translate_stream`); None for no deadline.
+        root_certificates: PEM CA certificate(s); connects with TLS when given.
+        token: bearer token, sent as `authorization: Bearer <token>`.
+    """
+
+    def __init__(self, target: str, *, timeout: float | None = None,
+                 root_certificates: bytes | None = None, token: str | None = None):
+        tls, self._metadata = _credentials(root_certificates, token)
+        self._channel = (grpc.secure_channel(target, tls, _CHANNEL_OPTIONS) if tls
+                         else grpc.insecure_channel(target, _CHANNEL_OPTIONS))
+        self._stub = pb2_grpc.TranslationServiceStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
+        self.timeout = timeout
+
+    def translate(self, sentences: Sequence[str], options: DecodeOptions | None = None, *,
+                  with_alignment: bool = True) -> list[Translation]:
+        """Translates sentences in one request.
+
+        Args:
+            sentences: English sentences (at most the server's `max_sentences`).
+            options: decoding options; None takes the server's defaults.
+            with_alignment: whether to receive the alignment matrices; without
+                them `alignment` is an empty `(0, 0)` array (word links still come).
+
+        Returns:
+            One `Translation` per sentence, in order.
+        """
+        sentences = _check_sentences(sentences)
+        response = self._stub.Translate(_request(sentences, options, with_alignment),
+                                        timeout=self.timeout, metadata=self._metadata)
+        return convert.translations_from_response(response, sentences)
+
+    def translate_stream(self, batches: Iterable[Sequence[str]],
+                         options: DecodeOptions | None = None) -> Iterator[list[Translation]]:
+        """Translates batches over one `TranslateStream` call.
+
+        Yields:
+            One list of translations per input batch, in input order. The
+            server reads ahead a few batches only, so `batches` may be a long
+            (lazy) iterable.
+        """
+        sent: dict[int, list[str]] = {}
+
+        def requests():
+            for index, batch in enumerate(batches):
+                sent[index] = _check_sentences(batch)
+                yield _request(sent[index], options, True, request_id=str(index))
+
+        responses = self._stub.TranslateStream(requests(), timeout=self.timeout,
+                                               metadata=self._metadata)
+        for response in responses:
+            yield convert.translations_from_response(response, sent.pop(response.request_index))
+
+    def model_info(self) -> dict:
+        """The served model (name, version, attention, vocabularies, scores, ...) and limits."""
+        response = self._stub.GetModelInfo(pb2.GetModelInfoRequest(), timeout=self.timeout,
+                                           metadata=self._metadata)
+        return convert.model_info_from_proto(response)
+
+    def wait_until_serving(self, timeout: float = 60.0) -> None:
+        """Blocks until the health service reports SERVING; `TimeoutError` after `timeout` s."""
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                status = self._health.Check(
+                    health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=2.0).status
+                if status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass  # not listening yet
+            if time.monotonic() > end:
+                raise TimeoutError(f"the server was not SERVING within {timeout} s")
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> TranslationClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class AsyncTranslationClient:
+    """`asyncio` client with the same methods as `TranslationClient`, as coroutines.
+
+    `translate_stream` is an async iterator and accepts a plain or an async
+    iterable of batches. Use it as `async with AsyncTranslationClient(...)`.
+    """
+
+    def __init__(self, target: str, *, timeout: float | None = None,
+                 root_certificates: bytes | None = None, token: str | None = None):
+        tls, self._metadata = _credentials(root_certificates, token)
+        self._channel = (grpc.aio.secure_channel(target, tls, _CHANNEL_OPTIONS) if tls
+                         else grpc.aio.insecure_channel(target, _CHANNEL_OPTIONS))
+        self._stub = pb2_grpc.TranslationServiceStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
+        self.timeout = timeout
+
+    async def translate(self, sentences: Sequence[str], options: DecodeOptions | None = None,
+                        *, with_alignment: bool = True) -> list[Translation]:
+        """See `TranslationClient.translate`."""
+        sentences = _check_sentences(sentences)
+        response = await self._stub.Translate(_request(sentences, options, with_alignment),
+                                              timeout=self.timeout, metadata=self._metadata)
+        return convert.translations_from_response(response, sentences)
+
+    async def translate_stream(
+        self, batches: Iterable[Sequence[str]] | AsyncIterable[Sequence[str]],
+        options: DecodeOptions | None = None,
+    ) -> AsyncIterator[list[Translation]]:
+        """See `TranslationClient.translate_stream`."""
+        sent: dict[int, list[str]] = {}
+
+        async def requests():
+            index = 0
+            async for batch in _aiter(batches):
+                sent[index] = _check_sentences(batch)
+                yield _request(sent[index], options, True, request_id=str(index))
+                index += 1
+
+        call = self._stub.TranslateStream(requests(), timeout=self.timeout,
+                                          metadata=self._metadata)
+        async for response in call:
+            yield convert.translations_from_response(response, sent.pop(response.request_index))
+
+    async def model_info(self) -> dict:
+        """See `TranslationClient.model_info`."""
+        response = await self._stub.GetModelInfo(pb2.GetModelInfoRequest(),
+                                                 timeout=self.timeout, metadata=self._metadata)
+        return convert.model_info_from_proto(response)
+
+    async def wait_until_serving(self, timeout: float = 60.0) -> None:
+        """See `TranslationClient.wait_until_serving`."""
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                response = await self._health.Check(
+                    health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=2.0)
+                if response.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            if time.monotonic() > end:
+                raise TimeoutError(f"the server was not SERVING within {timeout} s")
+            await asyncio.sleep(0.2)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def __aenter__(self) -> AsyncTranslationClient:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+
+async def _aiter(items):
+    if isinstance(items, AsyncIterable):
+        async for item in items:
+            yield item
+    else:
+        for item in items:
+            yield item

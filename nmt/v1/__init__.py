@@ -1,0 +1,1 @@
+"""Generated protobuf modules of `proto/nmt/v1/` (built, not edited)."""

@@ -1,0 +1,258 @@
+"""Dynamic batching: sentences of concurrent requests share model calls.
+
+Sentences wait in one queue. A batch is formed when a group of sentences
+with the same decoding options reaches `max_batch_size`, or when the oldest
+sentence has waited `max_wait_ms`. A batch holds the oldest sentence plus the
+others of its group closest to it in length, so padding stays small. At most
+`workers` model calls run at once, in threads, so the event loop never blocks;
+while they run, the queue fills and the next batch forms at once.
+
+Sentences whose request was cancelled, or whose deadline passed, are dropped
+from the queue without being translated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from nmt.types import DecodeOptions, Hypothesis, Translation
+from serving.errors import DeadlineExpired, LimitExceeded, ModelUnavailable
+from serving.metrics import ServingMetrics
+
+# (sentences, options) -> (model version, translations); blocking, runs in a worker thread.
+RunBatch = Callable[[list[str], DecodeOptions], tuple[int, list[Translation]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchingConfig:
+    """How sentences are grouped into model calls.
+
+    Attributes:
+        enabled: share model calls between requests; when False every request
+            is translated on its own (still split into `max_batch_size` chunks).
+        max_batch_size: sentences per model call.
+        max_wait_ms: longest a sentence waits for others to join its batch.
+        max_queue: sentences allowed to wait; beyond it requests are refused
+            with RESOURCE_EXHAUSTED.
+        workers: model calls running at once.
+    """
+
+    enabled: bool = True
+    max_batch_size: int = 32
+    max_wait_ms: float = 5.0
+    max_queue: int = 4096
+    workers: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("max_batch_size", "max_queue", "workers"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
+        if not 0 <= self.max_wait_ms <= 10_000:
+            raise ValueError(
+                f"max_wait_ms must be in [0, 10000]. Received: max_wait_ms={self.max_wait_ms!r}")
+
+
+@dataclasses.dataclass(eq=False)
+class _Item:
+    sentence: str
+    options: DecodeOptions
+    key: Hashable  # sentences with equal keys may share a batch
+    future: asyncio.Future
+    enqueued: float  # loop time
+    deadline: float | None  # loop time
+
+
+def blank_translation(source: str) -> Translation:
+    """The answer for a blank sentence: one empty hypothesis, without a model call."""
+    empty = Hypothesis(text="", target_tokens=(), score=0.0,
+                       alignment=np.zeros((0, 0), np.float32), word_alignment=())
+    return Translation(source=source, source_tokens=(), nbest=(empty,))
+
+
+class Batcher:
+    """Queues sentences and runs them through `run_batch` in batches.
+
+    Args:
+        run_batch: the blocking model call (see `RunBatch`).
+        config: batching settings.
+        metrics: batch size, queue depth, translated and dropped counts.
+    """
+
+    def __init__(self, run_batch: RunBatch, config: BatchingConfig, metrics: ServingMetrics):
+        self._run_batch, self.config, self._metrics = run_batch, config, metrics
+        self._pending: list[_Item] = []
+        self._wakeup = asyncio.Event()
+        self._slots = asyncio.Semaphore(config.workers)
+        self._running: set[asyncio.Task] = set()
+        self._executor = ThreadPoolExecutor(config.workers, thread_name_prefix="nmt-model")
+        self._dispatcher: asyncio.Task | None = None
+
+    @property
+    def depth(self) -> int:
+        """Sentences waiting in the queue."""
+        return len(self._pending)
+
+    def start(self) -> None:
+        self._dispatcher = asyncio.get_running_loop().create_task(self._dispatch())
+
+    async def close(self) -> None:
+        """Stops dispatching; sentences still queued fail with UNAVAILABLE."""
+        if self._dispatcher is not None:
+            self._dispatcher.cancel()
+            await asyncio.gather(self._dispatcher, return_exceptions=True)
+        for item in self._pending:
+            if not item.future.done():
+                item.future.set_exception(ModelUnavailable("the server is shutting down; retry"))
+        self._pending.clear()
+        await asyncio.gather(*self._running, return_exceptions=True)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def translate(self, sentences: Sequence[str], options: DecodeOptions,
+                        deadline: float | None = None) -> tuple[list[Translation], int | None]:
+        """Translates `sentences` in shared batches.
+
+        Args:
+            sentences: the request's sentences; blank ones are answered directly.
+            options: decoding options (only equal options share a batch).
+            deadline: loop time after which queued sentences are dropped.
+
+        Returns:
+            `(translations, version)`: one translation per sentence, in order, and
+            the model version that produced them (None if no model call was needed).
+        """
+        loop = asyncio.get_running_loop()
+        results: list = [blank_translation(s) if not s.strip() else None for s in sentences]
+        todo = [i for i, r in enumerate(results) if r is None]
+        if self.depth + len(todo) > self.config.max_queue:
+            raise LimitExceeded(
+                f"the server is busy: {self.depth} sentences are queued and this request adds "
+                f"{len(todo)} (queue limit {self.config.max_queue}); retry with backoff")
+        key = options if self.config.enabled else (options, object())
+        now = loop.time()
+        items = [_Item(sentences[i], options, key, loop.create_future(), now, deadline)
+                 for i in todo]
+        self._pending.extend(items)
+        self._metrics.queue_depth.set(self.depth)
+        self._wakeup.set()
+        futures = [item.future for item in items]
+        try:
+            done = await asyncio.gather(*futures)
+        except BaseException:
+            for future in futures:
+                future.cancel()  # leaves the queue at the next batch
+            raise
+        for i, (translation, _) in zip(todo, done, strict=True):
+            results[i] = translation
+        return results, max((version for _, version in done), default=None)
+
+    # --- the dispatcher ----------------------------------------------------------------------
+
+    async def _dispatch(self) -> None:
+        while True:
+            await self._slots.acquire()
+            try:
+                batch = await self._next_batch()
+            except BaseException:
+                self._slots.release()
+                raise
+            task = asyncio.get_running_loop().create_task(self._execute(batch))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+
+    async def _next_batch(self) -> list[_Item]:
+        while True:
+            self._drop_dead()
+            batch, wait = self._ready() if self._pending else (None, None)
+            if batch:
+                return batch
+            self._wakeup.clear()
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), wait)
+            except TimeoutError:
+                pass
+
+    def _ready(self) -> tuple[list[_Item] | None, float | None]:
+        """A batch to run now, or None and how long to wait for one."""
+        groups: dict[Hashable, list[_Item]] = defaultdict(list)
+        for item in self._pending:  # oldest first, so groups are ordered by their oldest
+            groups[item.key].append(item)
+        for group in groups.values():
+            if len(group) >= self.config.max_batch_size:
+                return self._take(group, group[0]), None
+        oldest = self._pending[0]
+        wait = oldest.enqueued + self.config.max_wait_ms / 1000 - asyncio.get_running_loop().time()
+        if wait <= 0 or not self.config.enabled:
+            return self._take(groups[oldest.key], oldest), None
+        return None, wait
+
+    def _take(self, group: list[_Item], anchor: _Item) -> list[_Item]:
+        """Up to `max_batch_size` items of `group`: `anchor` and those nearest it in length."""
+        size = self.config.max_batch_size
+        if len(group) <= size:
+            chosen = group
+        else:
+            ordered = sorted(group, key=lambda item: len(item.sentence))
+            p = ordered.index(anchor)
+            starts = range(max(0, p - size + 1), min(p, len(ordered) - size) + 1)
+            spread = lambda s: len(ordered[s + size - 1].sentence) - len(ordered[s].sentence)  # noqa: E731
+            start = min(starts, key=spread)
+            chosen = ordered[start:start + size]
+        taken = {id(item) for item in chosen}
+        self._pending = [item for item in self._pending if id(item) not in taken]
+        self._metrics.queue_depth.set(self.depth)
+        return chosen
+
+    def _drop_dead(self) -> None:
+        """Removes sentences whose request was cancelled or whose deadline passed."""
+        now = asyncio.get_running_loop().time()
+        alive = []
+        for item in self._pending:
+            expired = item.deadline is not None and now >= item.deadline
+            if item.future.done():  # cancelled by its request (gRPC cancels at the deadline)
+                self._metrics.dropped.labels(reason="deadline" if expired else "cancelled").inc()
+            elif expired:
+                item.future.set_exception(DeadlineExpired(
+                    "the deadline passed while the request waited in the queue; allow more "
+                    "time or send fewer sentences per request"))
+                self._metrics.dropped.labels(reason="deadline").inc()
+            else:
+                alive.append(item)
+        if len(alive) != len(self._pending):
+            self._pending = alive
+            self._metrics.queue_depth.set(self.depth)
+
+    async def _execute(self, batch: list[_Item]) -> None:
+        loop = asyncio.get_running_loop()
+        sentences = [item.sentence for item in batch]
+        self._metrics.batch_size.observe(len(batch))
+        started = time.perf_counter()
+        try:
+            version, translations = await loop.run_in_executor(
+                self._executor, self._run_batch, sentences, batch[0].options)
+        except Exception as error:
+            for item in batch:
+                if not item.future.done():
+                    item.future.set_exception(error)
+            return
+        finally:
+            self._metrics.batch_duration.observe(time.perf_counter() - started)
+            self._slots.release()
+        self._count(translations)
+        for item, translation in zip(batch, translations, strict=True):
+            if not item.future.done():
+                item.future.set_result((translation, version))
+
+    def _count(self, translations: list[Translation]) -> None:
+        self._metrics.sentences.inc(len(translations))
+        self._metrics.tokens.labels(side="source").inc(
+            sum(len(t.source_tokens) for t in translations))
+        self._metrics.tokens.labels(side="target").inc(
+            sum(len(t.target_tokens) for t in translations))

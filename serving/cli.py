@@ -1,0 +1,90 @@
+"""`nmt serve`: the gRPC translation service (registered by `nmt.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from pathlib import Path
+
+DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "models" / "en-fr"
+DEFAULT_TOKEN_ENV = "NMT_AUTH_TOKEN"
+
+
+def add_serve_parser(sub) -> None:
+    """Registers `serve` on the `nmt` command's subparsers."""
+    from serving.batching import BatchingConfig
+    from serving.validation import Limits
+
+    batching, limits = BatchingConfig(), Limits()
+    p = sub.add_parser("serve", help="run the gRPC translation service",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--model", type=Path, default=DEFAULT_MODEL,
+                   help="base directory of <version>/ SavedModels (the highest version serves)")
+    p.add_argument("--host", default="0.0.0.0", help="address to listen on")
+    p.add_argument("--port", type=int, default=50051, help="gRPC port")
+    p.add_argument("--metrics-port", type=int, default=9090,
+                   help="Prometheus /metrics port; 0 disables it")
+    g = p.add_argument_group("batching")
+    g.add_argument("--max-batch-size", type=int, default=batching.max_batch_size,
+                   help="sentences per model call")
+    g.add_argument("--max-wait-ms", type=float, default=batching.max_wait_ms,
+                   help="longest a sentence waits for others to share its batch")
+    g.add_argument("--no-batching", action="store_true",
+                   help="translate each request on its own (no sharing between requests)")
+    g.add_argument("--max-queue", type=int, default=batching.max_queue,
+                   help="sentences allowed to wait; more are refused (RESOURCE_EXHAUSTED)")
+    g.add_argument("--workers", type=int, default=batching.workers,
+                   help="model calls running at once")
+    g = p.add_argument_group("limits")
+    g.add_argument("--max-sentences", type=int, default=limits.max_sentences,
+                   help="sentences per request")
+    g.add_argument("--max-chars", type=int, default=limits.max_chars,
+                   help="characters per sentence")
+    g.add_argument("--max-message-bytes", type=int, default=limits.max_message_bytes,
+                   help="size of one request message")
+    g.add_argument("--max-beam-size", type=int, default=limits.max_beam_size,
+                   help="largest beam_size a request may ask for")
+    g = p.add_argument_group("operations")
+    g.add_argument("--poll-interval", type=float, default=10.0,
+                   help="seconds between checks for new model versions; 0 disables them")
+    g.add_argument("--grace", type=float, default=10.0,
+                   help="seconds calls in flight get to finish on SIGTERM")
+    g.add_argument("--tls-cert", type=Path, help="PEM certificate (enables TLS with --tls-key)")
+    g.add_argument("--tls-key", type=Path, help="PEM private key")
+    g.add_argument("--auth-token-env", default=DEFAULT_TOKEN_ENV,
+                   help="environment variable holding the bearer token; auth is on when it is "
+                        "set and not empty")
+    p.set_defaults(func=run_serve)
+
+
+def config_from_args(args: argparse.Namespace):
+    """A validated `ServerConfig` from parsed `nmt serve` arguments."""
+    from serving.batching import BatchingConfig
+    from serving.server import ServerConfig
+    from serving.validation import Limits
+
+    if not args.model.is_dir():
+        raise FileNotFoundError(
+            f"model directory {args.model} does not exist: export a model there (see README, "
+            "`nmt export`) or pass --model <base directory of <version>/ SavedModels>")
+    return ServerConfig(
+        model_dir=args.model, host=args.host, port=args.port, metrics_port=args.metrics_port,
+        batching=BatchingConfig(
+            enabled=not args.no_batching, max_batch_size=args.max_batch_size,
+            max_wait_ms=args.max_wait_ms, max_queue=args.max_queue, workers=args.workers),
+        limits=Limits(
+            max_sentences=args.max_sentences, max_chars=args.max_chars,
+            max_message_bytes=args.max_message_bytes, max_beam_size=args.max_beam_size),
+        poll_interval_s=args.poll_interval, grace_s=args.grace,
+        tls_cert=args.tls_cert, tls_key=args.tls_key,
+        auth_token=os.environ.get(args.auth_token_env) or None)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from prometheus_client import REGISTRY
+
+    from serving.server import serve
+
+    asyncio.run(serve(config_from_args(args), registry=REGISTRY))
+    return 0

@@ -1,0 +1,124 @@
+"""Conversions between `nmt.types` values and `nmt.v1` protobuf messages.
+
+Used by the servicer (types → proto) and by `nmt.client` (proto → types), so
+both ends agree. Needs neither TensorFlow nor a model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+
+import numpy as np
+
+from nmt.types import DecodeOptions, Hypothesis, Translation
+from serving import protos
+
+pb2, _ = protos.load()
+
+
+# --- types -> proto (server side) ------------------------------------------------------------
+
+
+def options_to_proto(options: DecodeOptions | None):
+    """A `DecodeOptions` message with every field set (None leaves all to the server)."""
+    if options is None:
+        return pb2.DecodeOptions()
+    return pb2.DecodeOptions(**dataclasses.asdict(options))
+
+
+def hypothesis_to_proto(hypothesis: Hypothesis, with_alignment: bool):
+    rows = ([pb2.AlignmentRow(weights=row.tolist()) for row in hypothesis.alignment]
+            if with_alignment else [])
+    return pb2.Hypothesis(
+        text=hypothesis.text, target_tokens=hypothesis.target_tokens, score=hypothesis.score,
+        alignment=rows, word_alignment=hypothesis.pharaoh())
+
+
+def translation_to_proto(translation: Translation, with_alignment: bool = True):
+    return pb2.Translation(
+        source_tokens=translation.source_tokens,
+        hypotheses=[hypothesis_to_proto(h, with_alignment) for h in translation.nbest])
+
+
+def model_info_to_proto(info, limits):
+    """A `GetModelInfoResponse` from an `nmt.translator.ModelInfo` and the server's limits."""
+    metadata = info.metadata
+    attribution = metadata.get("attribution", "")
+    return pb2.GetModelInfoResponse(
+        name=info.name, version=info.version, attention=info.attention,
+        source_vocab_size=info.source_vocab_size, target_vocab_size=info.target_vocab_size,
+        attribution=attribution if isinstance(attribution, str) else json.dumps(attribution),
+        scores=flatten_scores(metadata.get("scores", {})),
+        metadata_json=json.dumps(metadata, default=str),
+        limits=pb2.ServerLimits(**dataclasses.asdict(limits)))
+
+
+def flatten_scores(scores, prefix: str = "") -> dict[str, float]:
+    """Numeric leaves of a nested score dict, keyed by dotted path: `{"test.bleu": 31.2}`."""
+    if isinstance(scores, bool):
+        return {}
+    if isinstance(scores, int | float):
+        return {prefix: float(scores)} if prefix else {}
+    if not isinstance(scores, dict):
+        return {}
+    flat = {}
+    for key, value in scores.items():
+        flat.update(flatten_scores(value, f"{prefix}.{key}" if prefix else str(key)))
+    return flat
+
+
+# --- proto -> types (client side) ------------------------------------------------------------
+
+
+def parse_pharaoh(links: str) -> tuple[tuple[int, int], ...]:
+    """`"0-0 1-2"` -> `((0, 0), (1, 2))`."""
+    return tuple((int(i), int(j)) for i, _, j in (link.partition("-") for link in links.split()))
+
+
+def hypothesis_from_proto(message, source_length: int) -> Hypothesis:
+    """A `Hypothesis`; its alignment has shape `(T, S)`, or `(0, 0)` if none was sent."""
+    if message.alignment:
+        alignment = np.array([row.weights for row in message.alignment], np.float32)
+        alignment = alignment.reshape(len(message.alignment), source_length)  # (T, S)
+    else:
+        alignment = np.zeros((0, 0), np.float32)
+    return Hypothesis(
+        text=message.text, target_tokens=tuple(message.target_tokens), score=message.score,
+        alignment=alignment, word_alignment=parse_pharaoh(message.word_alignment))
+
+
+def translation_from_proto(message, source: str) -> Translation:
+    source_tokens = tuple(message.source_tokens)
+    nbest = tuple(hypothesis_from_proto(h, len(source_tokens)) for h in message.hypotheses)
+    return Translation(source=source, source_tokens=source_tokens, nbest=nbest)
+
+
+def translations_from_response(response, sources: Sequence[str]) -> list[Translation]:
+    if len(response.translations) != len(sources):
+        raise RuntimeError(
+            f"the server answered {len(response.translations)} translations for "
+            f"{len(sources)} sentences")
+    return [translation_from_proto(t, s) for t, s in zip(response.translations, sources,
+                                                          strict=True)]
+
+
+def model_info_from_proto(message) -> dict:
+    """`GetModelInfoResponse` as a plain dict (`metadata` parsed from JSON)."""
+    return {
+        "name": message.name,
+        "version": message.version,
+        "attention": message.attention,
+        "source_vocab_size": message.source_vocab_size,
+        "target_vocab_size": message.target_vocab_size,
+        "attribution": message.attribution,
+        "scores": dict(message.scores),
+        "metadata": json.loads(message.metadata_json) if message.metadata_json else {},
+        "limits": {
+            "max_sentences": message.limits.max_sentences,
+            "max_chars": message.limits.max_chars,
+            "max_message_bytes": message.limits.max_message_bytes,
+            "max_beam_size": message.limits.max_beam_size,
+        },
+    }

@@ -1,0 +1,94 @@
+"""The generated protobuf and gRPC modules of `proto/nmt/v1/translation.proto`.
+
+The modules (`nmt/v1/translation_pb2.py`, `translation_pb2_grpc.py` and the
+`.pyi` stub) are built with grpcio-tools, never committed or edited:
+
+- in a checkout (editable install, `make test`, `make serve`) `load()` builds
+  them when they are missing or older than the `.proto`;
+- `python -m serving.protos` builds them explicitly, e.g. before
+  `pip install .` so that the wheel carries them (see `docker/Dockerfile`).
+
+They land in `nmt/v1/` because the generated gRPC module imports its messages
+as `nmt.v1.translation_pb2` (the proto package path).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PROTO_ROOT = REPO_ROOT / "proto"
+PROTO_FILE = "nmt/v1/translation.proto"
+GENERATED = ("translation_pb2.py", "translation_pb2_grpc.py", "translation_pb2.pyi")
+_PACKAGE_INIT = '"""Generated protobuf modules of `proto/nmt/v1/` (built, not edited)."""\n'
+
+
+def _out_dir(out_root: Path) -> Path:
+    return out_root / Path(PROTO_FILE).parent
+
+
+def is_stale(out_root: Path = REPO_ROOT) -> bool:
+    """Whether the generated modules are missing or older than the `.proto` source."""
+    source = PROTO_ROOT / PROTO_FILE
+    if not source.exists():
+        return False  # an installed package: nothing to build from
+    targets = [_out_dir(out_root) / name for name in GENERATED]
+    if not all(t.exists() for t in targets):
+        return True
+    return min(t.stat().st_mtime for t in targets) < source.stat().st_mtime
+
+
+def generate(out_root: Path = REPO_ROOT) -> list[Path]:
+    """Runs grpcio-tools' protoc; returns the generated files.
+
+    Files are written to a temporary directory and moved into place one by
+    one, so concurrent builds (a server and a client starting together)
+    never see a half-written module.
+    """
+    import grpc_tools
+    from grpc_tools import protoc
+
+    include = Path(grpc_tools.__file__).parent / "_proto"
+    out_dir = _out_dir(out_root)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
+        code = protoc.main([
+            "protoc", f"-I{PROTO_ROOT}", f"-I{include}", f"--python_out={tmp}",
+            f"--grpc_python_out={tmp}", f"--pyi_out={tmp}", PROTO_FILE,
+        ])
+        if code != 0:
+            raise RuntimeError(f"protoc failed on {PROTO_ROOT / PROTO_FILE} (exit code {code})")
+        for name in GENERATED:
+            os.replace(Path(tmp) / Path(PROTO_FILE).parent / name, out_dir / name)
+    init = out_dir / "__init__.py"
+    if not init.exists():
+        init.write_text(_PACKAGE_INIT)
+    return [out_dir / name for name in GENERATED]
+
+
+def load() -> tuple[ModuleType, ModuleType]:
+    """`(translation_pb2, translation_pb2_grpc)`, building them first if needed."""
+    if is_stale():
+        generate()
+        importlib.invalidate_caches()
+    try:
+        pb2 = importlib.import_module("nmt.v1.translation_pb2")
+        pb2_grpc = importlib.import_module("nmt.v1.translation_pb2_grpc")
+    except ModuleNotFoundError as error:
+        raise ImportError(
+            "The generated gRPC modules nmt/v1/translation_pb2*.py are missing and there is no "
+            f"proto/ source beside this package to build them from ({PROTO_ROOT}). Build them "
+            "in a checkout with `python -m serving.protos` before `pip install .`."
+        ) from error
+    return pb2, pb2_grpc
+
+
+if __name__ == "__main__":
+    for path in generate():
+        print(path)
+    sys.exit(0)

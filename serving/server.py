@@ -1,0 +1,221 @@
+"""The `grpc.aio` translation server: service, health, reflection, metrics, shutdown.
+
+Start-up order: the port opens at once with health NOT_SERVING; the model
+loads and warms up in a thread; health turns SERVING. The base directory is
+then polled for new versions. On SIGTERM health turns NOT_SERVING, new calls
+are refused and calls in flight get `grace_s` seconds to finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import os
+import signal
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import CollectorRegistry
+
+from serving.batching import Batcher, BatchingConfig
+from serving.interceptors import BearerTokenInterceptor, RequestInterceptor
+from serving.metrics import MetricsHTTPServer, ServingMetrics
+from serving.model_store import ModelStore
+from serving.servicer import SERVICE_NAME, TranslationServicer, generic_handler
+from serving.validation import Limits
+
+log = logging.getLogger("nmt.serving.server")
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerConfig:
+    """Everything `nmt serve` can set; validated once here.
+
+    Attributes:
+        model_dir: base directory of `<version>/` SavedModels.
+        host: address to listen on (gRPC and metrics).
+        port: gRPC port; 0 picks a free one.
+        metrics_port: Prometheus port; 0 disables the metrics endpoint.
+        batching: dynamic batching settings.
+        limits: request limits.
+        poll_interval_s: how often the model directory is checked for new
+            versions; 0 disables the check.
+        grace_s: time calls in flight get to finish at shutdown.
+        stream_window: requests of one stream translated at once.
+        tls_cert / tls_key: PEM files; both or neither.
+        auth_token: when set, calls need `authorization: Bearer <token>`.
+    """
+
+    model_dir: Path
+    host: str = "0.0.0.0"
+    port: int = 50051
+    metrics_port: int = 9090
+    batching: BatchingConfig = BatchingConfig()
+    limits: Limits = Limits()
+    poll_interval_s: float = 10.0
+    grace_s: float = 10.0
+    stream_window: int = 8
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    auth_token: str | None = dataclasses.field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("port", "metrics_port"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or not 0 <= value <= 65535:
+                raise ValueError(f"{name} must be in [0, 65535]. Received: {name}={value!r}")
+        for name in ("poll_interval_s", "grace_s"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0. Received: {name}={getattr(self, name)!r}")
+        if self.stream_window < 1:
+            raise ValueError(f"stream_window must be >= 1. Received: {self.stream_window!r}")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("TLS needs both a certificate and a key (--tls-cert and --tls-key). "
+                             f"Received: tls_cert={self.tls_cert!r}, tls_key={self.tls_key!r}")
+        for path in (self.tls_cert, self.tls_key):
+            if path is not None and not Path(path).is_file():
+                raise FileNotFoundError(f"TLS file not found: {path}")
+        if self.auth_token == "":
+            raise ValueError("auth_token is empty; unset it to disable auth, or give a token")
+
+
+class TranslationServer:
+    """The service, its health and reflection services and its metrics endpoint.
+
+    Args:
+        config: server settings.
+        registry: Prometheus registry for the metrics; a fresh one if None.
+        loader: `path -> Translator` (tests wrap `Translator.load`).
+    """
+
+    def __init__(self, config: ServerConfig, *, registry: CollectorRegistry | None = None,
+                 loader=None):
+        self.config = config
+        self.metrics = ServingMetrics(registry)
+        self.store = ModelStore(config.model_dir, self.metrics, loader)
+        self.health = health.aio.HealthServicer()
+        self._batcher: Batcher | None = None
+        self._server: grpc.aio.Server | None = None
+        self._metrics_http: MetricsHTTPServer | None = None
+        self._model_task: asyncio.Task | None = None
+        self._serving = asyncio.Event()
+        self.port = config.port
+
+    @property
+    def metrics_port(self) -> int | None:
+        return self._metrics_http.port if self._metrics_http else None
+
+    async def start(self) -> None:
+        """Opens the ports (health NOT_SERVING) and starts loading the model."""
+        config = self.config
+        self._batcher = Batcher(self.store.translate, config.batching, self.metrics)
+        self._batcher.start()
+        servicer = TranslationServicer(self.store, self._batcher, config.limits,
+                                       config.stream_window)
+        self._server = grpc.aio.server(interceptors=self._interceptors(), options=[
+            ("grpc.max_receive_message_length", config.limits.max_message_bytes),
+            ("grpc.so_reuseport", 0),  # a port in use is an error, not a shared port
+        ])
+        self._server.add_generic_rpc_handlers((generic_handler(servicer),))
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server)
+        self.port = self._bind(f"{_host(config.host)}:{config.port}")
+        await self._set_health(NOT_SERVING)
+        await self._server.start()
+        if config.metrics_port:
+            self._metrics_http = MetricsHTTPServer(self.metrics.registry, config.host,
+                                                   config.metrics_port)
+            self._metrics_http.start()
+        self._model_task = asyncio.get_running_loop().create_task(self._keep_model_fresh())
+
+    def _interceptors(self) -> list[grpc.aio.ServerInterceptor]:
+        interceptors = [RequestInterceptor(self.metrics)]  # outermost: sees every outcome
+        if self.config.auth_token:
+            interceptors.append(BearerTokenInterceptor(self.config.auth_token))
+        return interceptors
+
+    def _bind(self, address: str) -> int:
+        try:
+            if self.config.tls_cert is None:
+                return self._server.add_insecure_port(address)
+            key = Path(self.config.tls_key).read_bytes()
+            cert = Path(self.config.tls_cert).read_bytes()
+            credentials = grpc.ssl_server_credentials([(key, cert)])
+            return self._server.add_secure_port(address, credentials)
+        except RuntimeError as error:
+            raise ValueError(f"cannot listen on {address} ({error}); is the port in use? "
+                             "Choose another with --port.") from error
+
+    async def _set_health(self, status) -> None:
+        for service in ("", SERVICE_NAME):
+            await self.health.set(service, status)
+
+    async def _keep_model_fresh(self) -> None:
+        """Loads the model, turns health SERVING, then polls for new versions."""
+        while True:
+            try:
+                await asyncio.to_thread(self.store.refresh)
+            except OSError as error:  # e.g. a version directory being replaced; retry later
+                log.warning(json.dumps({"event": "model_watch_failed", "error": str(error)}))
+            if self.store.version is not None and not self._serving.is_set():
+                self._serving.set()
+                await self._set_health(SERVING)
+            elif self.store.version is None:
+                log.warning(json.dumps({"event": "no_model", "model_dir": str(self.store.base_dir),
+                                        "hint": "waiting for a loadable <version>/ directory"}))
+            if not self.config.poll_interval_s:
+                return
+            await asyncio.sleep(self.config.poll_interval_s)
+
+    async def wait_until_serving(self, timeout: float | None = None) -> None:
+        """Returns once a model serves; raises `TimeoutError` after `timeout` seconds."""
+        await asyncio.wait_for(self._serving.wait(), timeout)
+
+    async def stop(self, grace: float | None = None) -> None:
+        """NOT_SERVING, refuse new calls, let calls in flight finish within `grace` seconds."""
+        grace = self.config.grace_s if grace is None else grace
+        await self.health.enter_graceful_shutdown()
+        if self._model_task is not None:
+            self._model_task.cancel()
+        if self._server is not None:
+            await self._server.stop(grace)
+        if self._batcher is not None:
+            await self._batcher.close()
+        if self._metrics_http is not None:
+            self._metrics_http.stop()
+
+    async def wait_for_termination(self) -> None:
+        await self._server.wait_for_termination()
+
+
+def _host(host: str) -> str:
+    """IPv6 literals need brackets in a gRPC address."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+async def serve(config: ServerConfig, registry: CollectorRegistry | None = None) -> None:
+    """Runs the server until SIGTERM or SIGINT, then shuts down gracefully."""
+    server = TranslationServer(config, registry=registry)
+    await server.start()
+    log.info(json.dumps({
+        "event": "listening", "address": f"{config.host}:{server.port}",
+        "metrics_port": server.metrics_port, "model_dir": str(config.model_dir),
+        "tls": config.tls_cert is not None, "auth": bool(config.auth_token),
+        "batching": dataclasses.asdict(config.batching),
+        "limits": dataclasses.asdict(config.limits), "pid": os.getpid()}))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info(json.dumps({"event": "shutting_down", "grace_s": config.grace_s}))
+    await server.stop()
+    log.info(json.dumps({"event": "stopped"}))

@@ -1,0 +1,155 @@
+"""`nmt batch` end to end: formats, kill -9 and --resume, the server path."""
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import pytest
+from batch_fakes import fake_translation
+
+from batch.job import COMMIT_DELAY_ENV
+from nmt.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def records(path):
+    data = path.read_bytes()
+    text = gzip.decompress(data).decode() if path.name.endswith(".gz") else data.decode()
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def english(tiny_pairs, n):
+    """`n` distinct short lines made from the fixture's English side."""
+    return [f"{tiny_pairs[i % len(tiny_pairs)][0]} {i}" for i in range(n)]
+
+
+def test_batch_writes_jsonl_and_text(tmp_path, tiny_model_dir, tiny_pairs):
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(english(tiny_pairs, 5) + ["", "still going"]) + "\n")
+    common = ["--model", str(tiny_model_dir), "--beam-size", "2", "--no-progress"]
+    assert main(["batch", str(source), str(tmp_path / "out.jsonl"), "--alignment", *common]) == 0
+    assert main(["batch", str(source), str(tmp_path / "out.txt"), *common]) == 0
+    jsonl = records(tmp_path / "out.jsonl")
+    assert [r["line"] for r in jsonl] == list(range(1, 8))
+    assert jsonl[5]["error"] == "empty line" and jsonl[6]["error"] is None
+    assert {"source_tokens", "target_tokens", "alignment"} <= set(jsonl[0])
+    text = (tmp_path / "out.txt").read_text().split("\n")
+    assert text == [r["translation"] or "" for r in jsonl] + [""]
+
+
+def test_batch_reads_tsv_columns_and_jsonl_fields(tmp_path, tiny_model_dir):
+    (tmp_path / "in.tsv").write_text("1\tGood morning.\n2\n")
+    (tmp_path / "in.jsonl").write_text('{"en": "Good morning."}\n{"fr": "x"}\n')
+    common = ["--model", str(tiny_model_dir), "--beam-size", "1", "--no-progress"]
+    main(["batch", str(tmp_path / "in.tsv"), str(tmp_path / "a.jsonl"), "--column", "1", *common])
+    main(["batch", str(tmp_path / "in.jsonl"), str(tmp_path / "b.jsonl"), "--field", "en",
+          *common])
+    tsv, jsonl = records(tmp_path / "a.jsonl"), records(tmp_path / "b.jsonl")
+    assert tsv[0]["source"] == jsonl[0]["source"] == "Good morning."
+    assert tsv[0]["translation"] == jsonl[0]["translation"]
+    assert tsv[1]["error"] == "no column 1: the line has 1 column(s)"
+    assert jsonl[1]["error"] == "no field 'en' in the JSON object"
+
+
+def test_batch_reports_a_missing_input(tmp_path, capsys):
+    assert main(["batch", str(tmp_path / "nope.txt"), str(tmp_path / "out.jsonl")]) == 2
+    assert "no input file" in capsys.readouterr().err
+
+
+def _wait_for_progress(checkpoint: Path, lines: int, process, timeout: float = 120) -> int:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and process.poll() is None:
+        if checkpoint.exists():
+            done = json.loads(checkpoint.read_text())["lines"]
+            if done >= lines:
+                return done
+        time.sleep(0.05)
+    pytest.fail(f"the job did not reach line {lines} (exit code {process.poll()})")
+
+
+def test_kill_9_then_resume_gives_identical_output(tmp_path, tiny_model_dir, tiny_pairs,
+                                                   monkeypatch):
+    lines = english(tiny_pairs, 400)
+    lines[7] = ""
+    source = tmp_path / "in.txt.gz"
+    source.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    output = tmp_path / "out.jsonl.gz"
+    args = ["batch", str(source), str(output), "--model", str(tiny_model_dir), "--window", "25",
+            "--batch-size", "25", "--beam-size", "1", "--no-progress", "--resume"]
+    env = {**os.environ, COMMIT_DELAY_ENV: "0.25", "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen([sys.executable, "-m", "nmt.cli", *args], cwd=REPO, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        done = _wait_for_progress(tmp_path / "out.jsonl.gz.part.json", 50, process)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    assert done < 400 and not output.exists()
+    assert (tmp_path / "out.jsonl.gz.part").exists()
+
+    monkeypatch.delenv(COMMIT_DELAY_ENV, raising=False)
+    assert main(args) == 0
+    reference = tmp_path / "reference.jsonl.gz"
+    assert main([*args[:2], str(reference), *args[3:-1]]) == 0
+    assert output.read_bytes() == reference.read_bytes()
+    assert [r["line"] for r in records(output)] == list(range(1, 401))
+    assert not (tmp_path / "out.jsonl.gz.part").exists()
+
+
+def _fake_client_module(created):
+    class TranslationClient:
+        def __init__(self, target, *, timeout=None, root_certificates=None, token=None):
+            created.append({"target": target, "timeout": timeout, "token": token})
+
+        def translate_stream(self, batches, options=None):
+            for batch in batches:
+                yield [fake_translation(s) for s in batch]
+
+        def close(self):
+            created.append("closed")
+
+    return types.SimpleNamespace(TranslationClient=TranslationClient)
+
+
+def test_batch_through_a_server_client(tmp_path, monkeypatch):
+    created = []
+    monkeypatch.setitem(sys.modules, "nmt.client", _fake_client_module(created))
+    source = tmp_path / "in.txt"
+    source.write_text("one two\n\nthree\n")
+    assert main(["batch", str(source), str(tmp_path / "out.jsonl"), "--server", "host:123",
+                 "--token", "secret", "--timeout", "5", "--no-progress"]) == 0
+    assert created == [{"target": "host:123", "timeout": 5.0, "token": "secret"}, "closed"]
+    assert [r["translation"] for r in records(tmp_path / "out.jsonl")] == ["ONE TWO", None, "THREE"]
+
+
+def test_batch_through_a_real_server(tmp_path, tiny_model_dir, tiny_pairs):
+    pytest.importorskip("nmt.client")
+    from serving.server import ServerConfig
+    from serving.testing import ServerThread
+
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(english(tiny_pairs, 30) + ["", "x " * 400]) + "\n")
+    common = ["--beam-size", "2", "--batch-size", "8", "--window", "16", "--no-progress"]
+    config = ServerConfig(model_dir=Path(tiny_model_dir), host="127.0.0.1", port=0,
+                          metrics_port=0)
+    with ServerThread(config) as server:
+        server.wait_until_serving()
+        assert main(["batch", str(source), str(tmp_path / "server.jsonl"), "--server",
+                     server.target, *common]) == 0
+    assert main(["batch", str(source), str(tmp_path / "local.jsonl"), "--model",
+                 str(tiny_model_dir), *common]) == 0
+    remote, local = records(tmp_path / "server.jsonl"), records(tmp_path / "local.jsonl")
+    assert [r["line"] for r in remote] == list(range(1, 33))
+    assert remote[-1]["error"].startswith("too long: reaches the model's limit")
+    for a, b in zip(remote, local, strict=True):
+        assert (a["translation"], a["word_alignment"], a["error"]) == (
+            b["translation"], b["word_alignment"], b["error"])
+        if b["score"] is not None:
+            assert a["score"] == pytest.approx(b["score"], abs=1e-3)

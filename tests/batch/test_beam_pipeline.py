@@ -1,0 +1,69 @@
+import gzip
+import json
+
+import pytest
+from batch_fakes import FakeEngine
+
+from batch.beam_pipeline import (
+    LENGTH_BUCKETS,
+    TranslationModelHandler,
+    main,
+    source_length,
+    split_output,
+)
+
+
+@pytest.mark.parametrize("output, expected", [
+    ("out/fr.jsonl", ("out/fr", ".jsonl")),
+    ("gs://b/fr.jsonl.gz", ("gs://b/fr", ".jsonl.gz")),
+    ("out/fr", ("out/fr", ".jsonl")),
+])
+def test_split_output(output, expected):
+    assert split_output(output) == expected
+
+
+def test_handler_batches_by_length():
+    handler = TranslationModelHandler("models/en-fr", batch_size=8, max_wait_secs=3)
+    kwargs = handler.batch_elements_kwargs()
+    assert (kwargs["min_batch_size"], kwargs["max_batch_size"]) == (8, 8)
+    assert kwargs["max_batch_duration_secs"] == 3
+    assert kwargs["bucket_boundaries"] == list(LENGTH_BUCKETS)
+    assert kwargs["length_fn"]((4, "twelve chars")) == source_length((4, "twelve chars")) == 12
+    with pytest.raises(ValueError, match="batch_size=0"):
+        TranslationModelHandler("models/en-fr", batch_size=0)
+
+
+def test_handler_run_inference_returns_records():
+    handler = TranslationModelHandler("unused", with_alignment=True)
+    batch = [(3, "a longer one"), (9, "BAD"), (1, "b")]
+    records = list(handler.run_inference(batch, FakeEngine(reject="BAD")))
+    assert [r["line"] for r in records] == [3, 9, 1]
+    assert [r["translation"] for r in records] == ["A LONGER ONE", None, "B"]
+    assert records[1]["error"] == "rejected by the model: contains BAD"
+    assert records[0]["alignment"]
+
+
+def test_direct_runner_output_equals_nmt_batch(tmp_path, tiny_model_dir, tiny_pairs):
+    from nmt.cli import main as nmt_main
+
+    lines = [f"{english} {i}" for i, (english, _) in enumerate(tiny_pairs[:20])]
+    lines[3], lines[11] = "", "x" * 90
+    source = tmp_path / "in.txt.gz"
+    source.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode() + b"caf\xe9\n"))
+    options = ["--model", str(tiny_model_dir), "--beam-size", "2", "--batch-size", "4",
+               "--max-chars", "80", "--alignment"]
+    assert main(["--input", str(source), "--output", str(tmp_path / "beam" / "fr.jsonl"),
+                 "--num-shards", "2", "--runner", "DirectRunner", *options]) == 0
+    assert nmt_main(["batch", str(source), str(tmp_path / "local.jsonl"), "--no-progress",
+                     *options]) == 0
+
+    shards = sorted((tmp_path / "beam").iterdir())
+    assert [p.name for p in shards] == ["fr-00000-of-00002.jsonl", "fr-00001-of-00002.jsonl"]
+    beam = sorted((json.loads(line) for p in shards for line in p.read_text().splitlines()),
+                  key=lambda record: record["line"])
+    local = [json.loads(line) for line in (tmp_path / "local.jsonl").read_text().splitlines()]
+    assert len(local) == 21
+    assert [r["error"] for r in local if r["error"]] == [
+        "empty line", "too long: 90 characters, at most 80 are translated",
+        "undecodable: not valid UTF-8 at byte 3"]
+    assert beam == local

@@ -1,0 +1,113 @@
+"""`nmt.client`: sync and async clients return what `nmt.translator` returns."""
+
+import asyncio
+
+import grpc
+import numpy as np
+import pytest
+
+from nmt.client import AsyncTranslationClient, TranslationClient
+from nmt.types import DecodeOptions, Hypothesis, Translation
+from serving.server import ServerConfig
+from serving.testing import ServerThread
+
+OPTIONS = DecodeOptions(beam_size=3, n_best=2)
+SENTENCES = ["Hello.", "How are you today?", ""]
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model_dir):
+    config = ServerConfig(model_dir=tiny_model_dir, host="127.0.0.1", port=0, metrics_port=0,
+                          poll_interval_s=0)
+    with ServerThread(config) as running:
+        running.wait_until_serving()
+        yield running
+
+
+@pytest.fixture(scope="module")
+def direct(server):
+    """The served translator itself: what a client must reproduce."""
+    return server.server.store.translator
+
+
+def _assert_same(served, expected):
+    assert len(served) == len(expected)
+    for got, want in zip(served, expected, strict=True):
+        assert isinstance(got, Translation) and all(isinstance(h, Hypothesis) for h in got.nbest)
+        assert got.source == want.source and got.source_tokens == want.source_tokens
+        assert len(got.nbest) == len(want.nbest)
+        for g, w in zip(got.nbest, want.nbest, strict=True):
+            assert (g.text, g.target_tokens, g.word_alignment) == (
+                w.text, w.target_tokens, w.word_alignment)
+            assert g.score == pytest.approx(w.score, rel=1e-6)
+            assert isinstance(g.alignment, np.ndarray) and g.alignment.shape == w.alignment.shape
+            np.testing.assert_allclose(g.alignment, w.alignment, rtol=1e-6)
+
+
+def test_translate_returns_the_translators_results(server, direct):
+    with TranslationClient(server.target, timeout=60) as client:
+        served = client.translate(SENTENCES, OPTIONS)
+
+    _assert_same(served[:2], direct.translate(SENTENCES[:2], OPTIONS))
+    assert served[2].text == "" and served[2].source == ""
+
+
+def test_without_alignment_the_matrix_is_empty(server):
+    with TranslationClient(server.target, timeout=60) as client:
+        translation = client.translate(["Hello."], with_alignment=False)[0]
+
+    assert translation.alignment.shape == (0, 0) and translation.text
+
+
+def test_translate_stream_yields_one_list_per_batch_in_order(server, direct):
+    batches = (batch for batch in [["Hello."], [], ["How are you today?", "Hello."]])
+
+    with TranslationClient(server.target, timeout=60) as client:
+        results = list(client.translate_stream(batches, OPTIONS))
+
+    assert [len(r) for r in results] == [1, 0, 2]
+    _assert_same(results[2], direct.translate(["How are you today?", "Hello."], OPTIONS))
+
+
+def test_a_single_string_is_refused_before_sending(server):
+    with TranslationClient(server.target) as client:
+        with pytest.raises(TypeError, match="not a single string"):
+            client.translate("Hello.")
+
+
+def test_errors_are_rpc_errors_with_the_servers_message(server):
+    with TranslationClient(server.target, timeout=60) as client:
+        with pytest.raises(grpc.RpcError) as error:
+            client.translate(["Hello."], DecodeOptions(beam_size=20))
+
+    assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "beam_size" in error.value.details()
+
+
+def test_model_info(server):
+    with TranslationClient(server.target, timeout=60) as client:
+        info = client.model_info()
+
+    assert info["name"] == "tiny" and info["version"] == 1
+    assert info["limits"]["max_sentences"] > 0
+
+
+def test_async_client(server, direct):
+    async def main():
+        async with AsyncTranslationClient(server.target, timeout=60) as client:
+            await client.wait_until_serving(timeout=10)
+            translated = await client.translate(SENTENCES[:2], OPTIONS)
+
+            async def batches():
+                yield ["Hello."]
+                yield ["How are you today?"]
+
+            streamed = [r async for r in client.translate_stream(batches(), OPTIONS)]
+            return translated, streamed, await client.model_info()
+
+    translated, streamed, info = asyncio.run(main())
+
+    expected = direct.translate(SENTENCES[:2], OPTIONS)
+    _assert_same(translated, expected)
+    _assert_same([r[0] for r in streamed], expected)
+    assert info["version"] == 1

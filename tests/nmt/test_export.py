@@ -1,0 +1,325 @@
+"""The exported SavedModel: self-contained, signatures per DESIGN.md, stock ops only."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import REPO_ROOT, make_tiny_module
+from tensorflow.core.protobuf import saved_model_pb2
+
+from nmt.export import (
+    TranslationModule,
+    export_saved_model,
+    module_from_export,
+    read_metadata,
+)
+from nmt.tokenizer import SubwordTokenizer, TokenizerPair
+
+LONG = (
+    "The children want to read a new book about the old city, and they like coffee, "
+    "chocolate and soup; she is tired but happy today."
+)
+BATCHES = {
+    "mixed": ["I love you.", "", LONG, "Où est la gare ? « Le café » coûte 12 € — naïve 漢字 🙂"],
+    "one": ["I eat bread."],
+    "empty_string": [""],
+}
+OPTIONS = {
+    "beam_size": 3, "max_length_ratio": 1.5, "max_length_offset": 4, "length_penalty": 1.0,
+    "coverage_penalty": 0.2, "n_best": 2, "replace_unknown": False,
+}
+OPTION_DTYPES = {
+    "beam_size": tf.int32, "max_length_ratio": tf.float32, "max_length_offset": tf.int32,
+    "length_penalty": tf.float32, "coverage_penalty": tf.float32, "n_best": tf.int32,
+    "replace_unknown": tf.bool,
+}
+ALIGN_SOURCES = ["I love you.", "Hello\u200bthere!", ""]
+ALIGN_TARGETS = ["Je t'aime!", "Salut toi", "Oui."]
+# The tensorflow-text ops of the graph: normalisation and SentencePiece.
+TF_TEXT_OPS = {"NormalizeUTF8", "SentencepieceOp", "SentencepieceTokenizeOp",
+               "SentencepieceIdToStringOp"}
+# Ops that run Python: registered in core TensorFlow, absent from TF Serving.
+PYTHON_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
+
+# Runs in a fresh interpreter that can import TensorFlow and TF Text but not
+# this project (a meta-path blocker keeps that true even after `pip install -e .`).
+_CLEAN_PROCESS = r'''
+import importlib.abc, json, sys
+
+PROJECT = {"nmt", "training", "serving", "batch", "bench", "tests"}
+
+class _BlockProject(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in PROJECT:
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return None
+
+sys.meta_path.insert(0, _BlockProject())
+request = json.load(open(sys.argv[1], encoding="utf-8"))
+try:
+    import nmt  # noqa: F401
+    project_importable = True
+except ImportError:
+    project_importable = False
+
+import tensorflow as tf
+from tensorflow.python.framework import op_def_registry
+
+core_ops = [op for op in request["ops"] if op_def_registry.get(op) is not None]
+import tensorflow_text  # noqa: E402,F401
+text_ops = [op for op in request["ops"] if op not in core_ops and op_def_registry.get(op)]
+
+def decode(value):
+    if isinstance(value, list):
+        return [decode(item) for item in value]
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+def plain(outputs):
+    return {key: decode(value.numpy().tolist()) for key, value in outputs.items()}
+
+results = {}
+for path in request["models"]:
+    loaded = tf.saved_model.load(path)
+    serve = loaded.signatures["serving_default"]
+    results[path] = {
+        "serving_default": {
+            name: plain(serve(sentences=tf.constant(batch, tf.string)))
+            for name, batch in request["batches"].items()
+        },
+        "translate_with_options": plain(loaded.signatures["translate_with_options"](
+            sentences=tf.constant(request["batches"]["mixed"]),
+            **{k: tf.constant(v, request["option_dtypes"][k])
+               for k, v in request["options"].items()},
+        )),
+        "align": plain(loaded.signatures["align"](
+            sources=tf.constant(request["sources"]), targets=tf.constant(request["targets"]))),
+    }
+repo = request["repo"]
+project_modules = sorted(
+    name for name, module in list(sys.modules.items())
+    if str(getattr(module, "__file__", "") or "").startswith(repo)
+    and "/.venv/" not in str(module.__file__)
+)
+json.dump({"project_importable": project_importable, "project_modules": project_modules,
+           "core_ops": core_ops, "text_ops": text_ops, "results": results},
+          open(sys.argv[2], "w", encoding="utf-8"))
+'''
+
+
+# ------------------------------------------------------------------------------ fixtures
+
+
+def live_module(module: TranslationModule) -> TranslationModule:
+    """`module` with its tokenizers rebuilt from their SentencePiece protos.
+
+    `make_tiny_module` seeds with `keras.utils.set_random_seed`, whose
+    `tf.random.set_seed` clears TensorFlow's kernel cache and with it the
+    SentencePiece resources of tokenizers created before the call.
+    """
+    tokenizers = TokenizerPair(
+        source=SubwordTokenizer(module.source_tokenizer.model_proto, "en"),
+        target=SubwordTokenizer(module.target_tokenizer.model_proto, "fr"),
+        joint=True,
+    )
+    return TranslationModule(module.model, tokenizers, module.metadata)
+
+
+@pytest.fixture(scope="module")
+def module(tiny_tokenizers) -> TranslationModule:
+    return live_module(make_tiny_module(tiny_tokenizers))
+
+
+@pytest.fixture(scope="module")
+def exports(module, tmp_path_factory) -> dict[str, Path]:
+    """Version 1 exported from `module`; version 2 re-exported from version 1."""
+    base = tmp_path_factory.mktemp("export") / "tiny"
+    first = export_saved_model(module, base, 1)
+    second = export_saved_model(module_from_export(first), base, 2)
+    return {"first": first, "reexported": second}
+
+
+def saved_model_proto(version_dir: Path) -> saved_model_pb2.SavedModel:
+    proto = saved_model_pb2.SavedModel()
+    proto.ParseFromString((version_dir / "saved_model.pb").read_bytes())
+    return proto
+
+
+def graph_ops(version_dir: Path) -> set[str]:
+    """Every op type in the graph and in every function of its library."""
+    ops = set()
+    for meta_graph in saved_model_proto(version_dir).meta_graphs:
+        library = meta_graph.graph_def.library
+        functions = {function.signature.name for function in library.function}
+        ops |= {node.op for node in meta_graph.graph_def.node}
+        for function in library.function:
+            ops |= {node.op for node in function.node_def}
+        ops -= functions  # a node may call a library function by its name
+    return ops
+
+
+@pytest.fixture(scope="module")
+def clean_run(exports, tmp_path_factory) -> dict:
+    """Outputs of both exports, and op registrations, from a process without the project."""
+    workdir = tmp_path_factory.mktemp("clean")
+    request = {
+        "ops": sorted(graph_ops(exports["first"]) | graph_ops(exports["reexported"])),
+        "models": [str(exports["first"]), str(exports["reexported"])],
+        "batches": BATCHES, "options": OPTIONS,
+        "option_dtypes": {key: dtype.name for key, dtype in OPTION_DTYPES.items()},
+        "sources": ALIGN_SOURCES, "targets": ALIGN_TARGETS,
+        "repo": str(REPO_ROOT.resolve()),
+    }
+    (workdir / "request.json").write_text(json.dumps(request), encoding="utf-8")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = subprocess.run(
+        [sys.executable, "-c", _CLEAN_PROCESS, "request.json", "result.json"],
+        cwd=workdir, env={**env, "TF_CPP_MIN_LOG_LEVEL": "2"},
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return json.loads((workdir / "result.json").read_text(encoding="utf-8"))
+
+
+def in_process(module) -> dict:
+    """The same calls as `_CLEAN_PROCESS`, on the in-process module."""
+    options = {k: tf.constant(v, OPTION_DTYPES[k]) for k, v in OPTIONS.items()}
+    return {
+        "serving_default": {
+            name: module.translate(tf.constant(batch, tf.string))
+            for name, batch in BATCHES.items()
+        },
+        "translate_with_options": module.translate_with_options(
+            tf.constant(BATCHES["mixed"]), **options
+        ),
+        "align": module.align(tf.constant(ALIGN_SOURCES), tf.constant(ALIGN_TARGETS)),
+    }
+
+
+def assert_outputs_equal(actual: dict, expected: dict, where: str) -> None:
+    """`actual` from JSON (strings decoded), `expected` tensors; floats to 1e-5."""
+    assert sorted(actual) == sorted(expected), where
+    for key, tensor in expected.items():
+        value = tensor.numpy()
+        if value.dtype == object:
+            decoded = np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(value)
+            assert np.array(actual[key], dtype=object).tolist() == decoded.tolist(), (where, key)
+        else:
+            np.testing.assert_allclose(
+                np.asarray(actual[key], value.dtype), value, atol=1e-5, err_msg=f"{where} {key}"
+            )
+
+
+# ------------------------------------------------------------------------------ tests
+
+
+def test_export_loads_without_the_project(clean_run):
+    assert not clean_run["project_importable"]
+    assert clean_run["project_modules"] == []
+
+
+def test_clean_process_outputs_equal_the_in_process_module(module, exports, clean_run):
+    expected = in_process(module)
+    actual = clean_run["results"][str(exports["first"])]
+    for name in BATCHES:
+        assert_outputs_equal(
+            actual["serving_default"][name], expected["serving_default"][name], name
+        )
+    assert_outputs_equal(
+        actual["translate_with_options"], expected["translate_with_options"], "options"
+    )
+    assert_outputs_equal(actual["align"], expected["align"], "align")
+
+
+def test_reexport_gives_identical_outputs(exports, clean_run):
+    first = clean_run["results"][str(exports["first"])]
+    second = clean_run["results"][str(exports["reexported"])]
+    assert second == first
+    assert read_metadata(exports["reexported"]) == read_metadata(exports["first"])
+
+
+def test_signatures_match_the_design_contract(exports):
+    signatures = saved_model_proto(exports["first"]).meta_graphs[0].signature_def
+
+    def spec(tensors):
+        return {
+            name: (tf.as_dtype(info.dtype).name, [dim.size for dim in info.tensor_shape.dim])
+            for name, info in tensors.items()
+        }
+
+    outputs = {
+        "translations": ("string", [-1]), "source_tokens": ("string", [-1, -1]),
+        "target_tokens": ("string", [-1, -1]), "alignments": ("float32", [-1, -1, -1]),
+        "scores": ("float32", [-1]), "word_alignments": ("string", [-1]),
+        "source_lengths": ("int32", [-1]), "target_lengths": ("int32", [-1]),
+    }
+    with_n_best = {name: (dtype, [-1, *shape]) for name, (dtype, shape) in outputs.items()}
+    options = {name: (dtype.name, []) for name, dtype in OPTION_DTYPES.items()}
+    assert {"serving_default", "translate_with_options", "align"} <= set(signatures)
+    assert spec(signatures["serving_default"].inputs) == {"sentences": ("string", [-1])}
+    assert spec(signatures["serving_default"].outputs) == outputs
+    assert spec(signatures["translate_with_options"].inputs) == {
+        "sentences": ("string", [-1]), **options
+    }
+    assert spec(signatures["translate_with_options"].outputs) == with_n_best
+    assert spec(signatures["align"].inputs) == {
+        "sources": ("string", [-1]), "targets": ("string", [-1])
+    }
+    assert spec(signatures["align"].outputs) == outputs
+
+
+def test_graph_uses_only_core_and_tf_text_ops(exports, clean_run):
+    ops = graph_ops(exports["first"]) | graph_ops(exports["reexported"])
+    core, text = set(clean_run["core_ops"]), set(clean_run["text_ops"])
+    assert ops & PYTHON_OPS == set()
+    assert ops - core - text == set(), "ops in neither core TensorFlow nor tensorflow-text"
+    # docker/README.md names these for TF Serving users; keep it in step.
+    assert ops & text == TF_TEXT_OPS
+
+
+def test_sentencepiece_models_are_assets(module, exports):
+    for version_dir in exports.values():
+        assets = version_dir / "assets"
+        assert (assets / "en.spm.model").read_bytes() == module.source_tokenizer.model_proto
+        assert (assets / "fr.spm.model").read_bytes() == module.target_tokenizer.model_proto
+        # Nothing points at the private copies the tokenizers were built from.
+        assert b"nmt-spm-" not in (version_dir / "saved_model.pb").read_bytes()
+
+
+def test_odd_inputs_give_well_formed_outputs(clean_run, exports):
+    outputs = clean_run["results"][str(exports["first"])]["serving_default"]
+    for name, batch in BATCHES.items():
+        out = outputs[name]
+        assert len(out["translations"]) == len(batch) == len(out["word_alignments"])
+        for i in range(len(batch)):
+            source_length, target_length = out["source_lengths"][i], out["target_lengths"][i]
+            source_tokens, target_tokens = out["source_tokens"][i], out["target_tokens"][i]
+            assert source_tokens[source_length - 1] == "</s>"
+            assert set(source_tokens[source_length:]) <= {""}
+            assert "" not in target_tokens[:target_length]
+            assert set(target_tokens[target_length:]) <= {""}
+            weights = np.asarray(out["alignments"][i])  # (T, S)
+            np.testing.assert_allclose(weights[:target_length].sum(axis=1), 1.0, atol=1e-5)
+            assert not weights[target_length:].any() and not weights[:, source_length:].any()
+    empty = outputs["empty_string"]
+    assert empty["source_tokens"] == [["</s>"]]
+    assert empty["word_alignments"] == [""]  # no source words, so no links
+
+
+def test_empty_batch(module):
+    out = module.translate(tf.constant([], tf.string))
+    assert out["translations"].shape == (0,)
+    assert out["alignments"].shape[0] == 0
+    forced = module.align(tf.constant([], tf.string), tf.constant([], tf.string))
+    assert forced["word_alignments"].shape == (0,)
+
+
+def test_export_refuses_an_existing_version(module, exports):
+    with pytest.raises(ValueError, match="already exists"):
+        export_saved_model(module, exports["first"].parent, 1)
+    with pytest.raises(ValueError, match="version=0"):
+        export_saved_model(module, exports["first"].parent, 0)

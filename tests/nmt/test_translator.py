@@ -1,0 +1,168 @@
+"""`Translator`: loading, typed results, forced alignment and option checks."""
+
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from nmt.export import module_from_export
+from nmt.tokenizer import BOS_ID, EOS_ID
+from nmt.translator import Translator, format_alignment_table, resolve_version_dir
+from nmt.types import DecodeOptions, Hypothesis, Translation
+
+SENTENCES = ["I love you.", "The children read a book.", "Où est la gare ?"]
+
+
+@pytest.fixture(scope="module")
+def translator(tiny_model_dir) -> Translator:
+    return Translator.load(tiny_model_dir)
+
+
+@pytest.fixture(scope="module")
+def exported_module(tiny_model_dir):
+    """The in-process module of the same export (model weights and tokenizers)."""
+    return module_from_export(tiny_model_dir / "1")
+
+
+# ------------------------------------------------------------------------------ loading
+
+
+def test_load_picks_the_highest_version(tiny_model_dir, tmp_path):
+    for version in ("2", "10"):
+        shutil.copytree(tiny_model_dir / "1", tmp_path / version)
+    (tmp_path / "11").mkdir()  # not a SavedModel
+    shutil.copytree(tiny_model_dir / "1", tmp_path / "v99")  # not a version number
+    assert resolve_version_dir(tmp_path) == tmp_path / "10"
+    assert resolve_version_dir(tmp_path / "2") == tmp_path / "2"
+    info = Translator.load(tmp_path).info
+    assert (info.version, info.path) == (10, str(tmp_path / "10"))
+
+
+def test_load_without_a_model_names_the_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="No SavedModel"):
+        Translator.load(tmp_path)
+
+
+def test_model_info(translator, tiny_model_dir):
+    info = translator.info
+    assert (info.name, info.version) == ("tiny", 1)
+    assert info.attention == "luong-general"
+    assert info.source_vocab_size == info.target_vocab_size == 200
+    assert info.metadata["attribution"] == "test fixture"
+
+
+# ------------------------------------------------------------------------------ results
+
+
+def check_hypothesis(hypothesis: Hypothesis, source: str, source_tokens: tuple) -> None:
+    assert isinstance(hypothesis.text, str) and isinstance(hypothesis.score, float)
+    assert all(isinstance(token, str) and token for token in hypothesis.target_tokens)
+    assert hypothesis.alignment.dtype == np.float32
+    assert hypothesis.alignment.shape == (len(hypothesis.target_tokens), len(source_tokens))
+    np.testing.assert_allclose(hypothesis.alignment.sum(axis=1), 1.0, atol=1e-5)
+    n_source, n_target = len(source.split()), len(hypothesis.text.split())
+    for s, t in hypothesis.word_alignment:
+        assert isinstance(s, int) and 0 <= s < n_source
+        assert isinstance(t, int) and 0 <= t < n_target
+    assert hypothesis.pharaoh() == " ".join(f"{s}-{t}" for s, t in hypothesis.word_alignment)
+
+
+def test_translate_returns_typed_results(translator):
+    results = translator.translate(SENTENCES)
+    assert [r.source for r in results] == SENTENCES
+    for result in results:
+        assert isinstance(result, Translation) and len(result.nbest) == 1
+        assert result.source_tokens[-1] == "</s>" and "" not in result.source_tokens
+        check_hypothesis(result.best, result.source, result.source_tokens)
+        assert result.text == result.best.text and result.score == result.best.score
+
+
+def test_n_best_lists_are_sorted(translator):
+    results = translator.translate(SENTENCES, beam_size=4, n_best=3)
+    for result in results:
+        assert len(result.nbest) == 3
+        scores = [h.score for h in result.nbest]
+        assert scores == sorted(scores, reverse=True)
+        assert len({h.target_tokens for h in result.nbest}) == 3
+        for hypothesis in result.nbest:
+            check_hypothesis(hypothesis, result.source, result.source_tokens)
+
+
+def test_options_object_and_overrides(translator):
+    greedy = translator.translate(SENTENCES[:1], DecodeOptions(beam_size=1))[0]
+    overridden = translator.translate(SENTENCES[:1], DecodeOptions(beam_size=5), beam_size=1)[0]
+    assert overridden.best.target_tokens == greedy.best.target_tokens
+    assert translator.translate([]) == []
+
+
+def test_align_scores_the_given_targets(translator):
+    targets = ["Je t'aime!", "Les enfants lisent un livre.", "Où est la gare ?"]
+    results = translator.align(SENTENCES, targets)
+    for result, target in zip(results, targets, strict=True):
+        assert result.text == target
+        assert result.best.target_tokens[-1] == "</s>"
+        assert np.isfinite(result.score) and result.score < 0
+        check_hypothesis(result.best, result.source, result.source_tokens)
+    assert translator.align([], []) == []
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"beam_size": 0}, "beam_size=0"),
+        ({"beam_size": 2, "n_best": 3}, "n_best=3"),
+        ({"max_length_ratio": 0.0}, "max_length_ratio=0.0"),
+        ({"beam": 4}, "Unknown decoding options \\['beam'\\]"),
+    ],
+)
+def test_bad_options_are_rejected(translator, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        translator.translate(SENTENCES[:1], **overrides)
+
+
+def test_bad_inputs_are_rejected(translator):
+    with pytest.raises(ValueError, match="not a single string"):
+        translator.translate("I love you.")
+    with pytest.raises(ValueError, match="2 sources and 1 targets"):
+        translator.align(SENTENCES[:2], ["Je t'aime."])
+
+
+# ------------------------------------------------------------------------------ alignments
+
+
+def test_search_alignment_equals_teacher_forced_attention(translator, exported_module):
+    """Every returned hypothesis carries the attention that produced it."""
+    target = exported_module.target_tokenizer
+    vocab = target.id_to_piece(tf.range(target.vocab_size)).numpy()
+    piece_id = {piece.decode("utf-8"): i for i, piece in enumerate(vocab)}
+    piece_id["</s>"] = EOS_ID
+    for result in translator.translate(SENTENCES, beam_size=3, n_best=3):
+        source = [*exported_module.source_tokenizer.tokenize(result.source).numpy(), EOS_ID]
+        assert len(source) == len(result.source_tokens)
+        for hypothesis in result.nbest:
+            ids = [piece_id[token] for token in hypothesis.target_tokens]
+            target_in = tf.constant([[BOS_ID, *ids[:-1]]], tf.int32)  # (1, T)
+            _, attention = exported_module.model((tf.constant([source], tf.int32), target_in))
+            np.testing.assert_allclose(hypothesis.alignment, attention.numpy()[0], atol=1e-5)
+
+
+def test_format_alignment_table():
+    translation = Translation(
+        source="I love you",
+        source_tokens=("▁I", "▁love", "▁you", "</s>"),
+        nbest=(Hypothesis(
+            text="je t' aime bien",
+            target_tokens=("▁je", "▁t", "'", "▁aime", "▁bien", "</s>"),
+            score=-1.5,
+            alignment=np.full((6, 4), 0.25, np.float32),
+            word_alignment=((0, 0), (2, 1), (1, 2), (2, 2)),
+        ),),
+    )
+    assert format_alignment_table(translation) == "\n".join([
+        "target  source",
+        "je      I",
+        "t'      you",
+        "aime    love you",
+        "bien    -",
+    ])

@@ -1,0 +1,253 @@
+"""Dynamic batching with a fake model: grouping, limits, deadlines, cancellation."""
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from nmt.types import DecodeOptions, Hypothesis, Translation
+from serving.batching import Batcher, BatchingConfig
+from serving.errors import DeadlineExpired, LimitExceeded, ModelUnavailable
+from serving.metrics import ServingMetrics
+
+
+class FakeModel:
+    """Uppercases sentences; records each call; can be held with `gate`."""
+
+    def __init__(self):
+        self.calls: list[tuple[list[str], DecodeOptions]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.started = threading.Event()
+        self.fail_with: Exception | None = None
+
+    def __call__(self, sentences, options):
+        self.calls.append((list(sentences), options))
+        self.started.set()
+        self.gate.wait(10)
+        if self.fail_with is not None:
+            raise self.fail_with
+        return 7, [Translation(source=s, source_tokens=tuple(s.split()), nbest=(Hypothesis(
+            text=s.upper(), target_tokens=tuple(s.upper().split()), score=-1.0,
+            alignment=None, word_alignment=()),)) for s in sentences]
+
+    def hold(self):
+        self.started.clear()
+        self.gate.clear()
+
+    async def wait_started(self):
+        assert await asyncio.to_thread(self.started.wait, 10)
+
+
+def run(test, config=None, model=None, metrics=None):
+    """Runs `test(batcher, model, metrics)` on a fresh loop with a started batcher."""
+    config = config or BatchingConfig()
+    model = model or FakeModel()
+    metrics = metrics or ServingMetrics()
+
+    async def main():
+        batcher = Batcher(model, config, metrics)
+        batcher.start()
+        try:
+            return await test(batcher, model, metrics)
+        finally:
+            model.gate.set()
+            await batcher.close()
+
+    return asyncio.run(main())
+
+
+def _value(metrics, name, **labels):
+    return metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+async def _blocker(batcher, model):
+    """Occupies the only worker until `model.gate` is set."""
+    model.hold()
+    task = asyncio.ensure_future(batcher.translate(["blocker"], DecodeOptions()))
+    await model.wait_started()
+    return task
+
+
+def test_concurrent_requests_share_one_batch_and_get_their_own_results():
+    async def test(batcher, model, metrics):
+        requests = [["a b"], ["c", "d e"], ["f", "g", "h"]]
+        results = await asyncio.gather(*(batcher.translate(r, DecodeOptions()) for r in requests))
+        assert [len(call) for call, _ in model.calls] == [6]
+        for request, (translations, version) in zip(requests, results, strict=True):
+            assert [t.text for t in translations] == [s.upper() for s in request]
+            assert version == 7
+
+    run(test, BatchingConfig(max_wait_ms=100))
+
+
+def test_different_options_never_share_a_batch():
+    async def test(batcher, model, metrics):
+        greedy, beam = DecodeOptions(beam_size=1), DecodeOptions(beam_size=4)
+        await asyncio.gather(batcher.translate(["a", "b"], greedy),
+                             batcher.translate(["c"], beam), batcher.translate(["d"], greedy))
+        groups = sorted((options.beam_size, sorted(s)) for s, options in model.calls)
+        assert groups == [(1, ["a", "b", "d"]), (4, ["c"])]
+
+    run(test, BatchingConfig(max_wait_ms=100))
+
+
+def test_batches_are_at_most_max_batch_size():
+    async def test(batcher, model, metrics):
+        translations, _ = await batcher.translate([f"s{i}" for i in range(10)], DecodeOptions())
+        assert [t.text for t in translations] == [f"S{i}" for i in range(10)]
+        assert sorted(len(call) for call, _ in model.calls) == [2, 4, 4]
+
+    run(test, BatchingConfig(max_batch_size=4))
+
+
+def test_a_batch_takes_the_oldest_sentence_and_those_nearest_it_in_length():
+    async def test(batcher, model, metrics):
+        blocker = await _blocker(batcher, model)
+        lengths = [10, 1, 11, 30]  # the 10 is the oldest
+        tasks = [asyncio.ensure_future(batcher.translate(["x" * n], DecodeOptions()))
+                 for n in lengths]
+        await asyncio.sleep(0.05)
+        model.gate.set()
+        await asyncio.gather(blocker, *tasks)
+        batches = [sorted(len(s) for s in call) for call, _ in model.calls[1:]]
+        assert batches == [[10, 11], [1, 30]]
+
+    run(test, BatchingConfig(max_batch_size=2))
+
+
+def test_a_lone_sentence_waits_max_wait_for_company():
+    async def test(batcher, model, metrics):
+        started = time.perf_counter()
+        await batcher.translate(["alone"], DecodeOptions())
+        return time.perf_counter() - started
+
+    assert run(test, BatchingConfig(max_wait_ms=150)) >= 0.14
+
+
+def test_without_batching_requests_never_share_a_call():
+    async def test(batcher, model, metrics):
+        requests = [["a", "b"], ["c"], ["d", "e", "f"]]
+        await asyncio.gather(*(batcher.translate(r, DecodeOptions()) for r in requests))
+        assert sorted(sorted(call) for call, _ in model.calls) == sorted(requests)
+
+    run(test, BatchingConfig(enabled=False, max_wait_ms=100))
+
+
+def test_a_request_whose_deadline_passes_in_the_queue_is_dropped_untranslated():
+    async def test(batcher, model, metrics):
+        blocker = await _blocker(batcher, model)
+        deadline = asyncio.get_running_loop().time() + 0.05
+        late = asyncio.ensure_future(batcher.translate(["too late"], DecodeOptions(), deadline))
+        await asyncio.sleep(0.15)
+        model.gate.set()
+        await blocker
+        with pytest.raises(DeadlineExpired, match="deadline passed while the request waited"):
+            await late
+        assert all("too late" not in call for call, _ in model.calls)
+        assert _value(metrics, "nmt_dropped_sentences_total", reason="deadline") == 1
+        assert batcher.depth == 0
+
+    run(test)
+
+
+def test_a_cancelled_request_is_dropped_untranslated():
+    async def test(batcher, model, metrics):
+        blocker = await _blocker(batcher, model)
+        gone = asyncio.ensure_future(batcher.translate(["gone", "too"], DecodeOptions()))
+        await asyncio.sleep(0.01)
+        gone.cancel()
+        model.gate.set()
+        await blocker
+        await batcher.translate(["after"], DecodeOptions())  # the dispatcher went past it
+        assert [call for call, _ in model.calls] == [["blocker"], ["after"]]
+        assert _value(metrics, "nmt_dropped_sentences_total", reason="cancelled") == 2
+
+    run(test)
+
+
+def test_a_full_queue_refuses_requests_with_resource_exhausted():
+    async def test(batcher, model, metrics):
+        blocker = await _blocker(batcher, model)
+        queued = asyncio.ensure_future(batcher.translate(["a", "b", "c"], DecodeOptions()))
+        await asyncio.sleep(0.01)
+        full = r"3 sentences are queued .* adds 1 \(queue limit 3\)"
+        with pytest.raises(LimitExceeded, match=full):
+            await batcher.translate(["d"], DecodeOptions())
+        model.gate.set()
+        await asyncio.gather(blocker, queued)
+
+    run(test, BatchingConfig(max_queue=3))
+
+
+def test_a_model_error_fails_its_batch_and_the_batcher_carries_on():
+    model = FakeModel()
+
+    async def test(batcher, model, metrics):
+        model.fail_with = RuntimeError("model broke")
+        with pytest.raises(RuntimeError, match="model broke"):
+            await batcher.translate(["a"], DecodeOptions())
+        model.fail_with = None
+        translations, _ = await batcher.translate(["b"], DecodeOptions())
+        assert translations[0].text == "B"
+
+    run(test, model=model)
+
+
+def test_blank_sentences_are_answered_without_the_model():
+    async def test(batcher, model, metrics):
+        translations, version = await batcher.translate(["", "  \t"], DecodeOptions())
+        assert model.calls == [] and version is None
+        assert [t.text for t in translations] == ["", ""]
+        assert translations[0].alignment.shape == (0, 0) and translations[0].source_tokens == ()
+        mixed, _ = await batcher.translate(["", "hi"], DecodeOptions())
+        assert [t.text for t in mixed] == ["", "HI"] and model.calls[0][0] == ["hi"]
+
+    run(test)
+
+
+def test_close_finishes_the_batch_in_flight_and_fails_queued_ones_with_unavailable():
+    model = FakeModel()
+
+    async def main():
+        batcher = Batcher(model, BatchingConfig(), ServingMetrics())
+        batcher.start()
+        blocker = await _blocker(batcher, model)
+        queued = asyncio.ensure_future(batcher.translate(["queued"], DecodeOptions()))
+        await asyncio.sleep(0.01)
+        closing = asyncio.ensure_future(batcher.close())
+        await asyncio.sleep(0.01)
+        model.gate.set()  # the batch in flight finishes; the queued one never starts
+        await closing
+        with pytest.raises(ModelUnavailable, match="shutting down"):
+            await queued
+        translations, _ = await blocker
+        assert translations[0].text == "BLOCKER"
+        assert [call for call, _ in model.calls] == [["blocker"]]
+
+    asyncio.run(main())
+
+
+def test_metrics_count_batches_sentences_and_tokens():
+    async def test(batcher, model, metrics):
+        await asyncio.gather(batcher.translate(["a b", "c"], DecodeOptions()),
+                             batcher.translate(["d e f"], DecodeOptions()))
+        assert _value(metrics, "nmt_batch_size_count") == 1
+        assert _value(metrics, "nmt_batch_size_sum") == 3
+        assert _value(metrics, "nmt_translated_sentences_total") == 3
+        assert _value(metrics, "nmt_translated_tokens_total", side="source") == 6
+        assert _value(metrics, "nmt_translated_tokens_total", side="target") == 6
+        assert _value(metrics, "nmt_queue_depth") == 0
+
+    run(test, BatchingConfig(max_wait_ms=100))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"max_batch_size": 0}, "max_batch_size=0"),
+    ({"workers": 0}, "workers=0"),
+    ({"max_wait_ms": -1}, "max_wait_ms=-1"),
+])
+def test_config_is_validated(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        BatchingConfig(**kwargs)

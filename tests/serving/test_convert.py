@@ -1,0 +1,93 @@
+"""Round trips between `nmt.types` and the proto messages keep every field."""
+
+import types
+
+import numpy as np
+import pytest
+
+from nmt.types import DecodeOptions, Hypothesis, Translation
+from serving import convert, protos
+from serving.validation import Limits, parse_request
+
+pb2, _ = protos.load()
+
+
+def _translation(rng) -> Translation:
+    def hypothesis(text, score):
+        weights = rng.random((len(text.split()) + 1, 4)).astype(np.float32)  # (T, S)
+        weights /= weights.sum(axis=1, keepdims=True)
+        return Hypothesis(text=text, target_tokens=tuple(text.split()) + (".",), score=score,
+                          alignment=weights, word_alignment=((0, 0), (2, 1)))
+
+    return Translation(source="How are you ?", source_tokens=("▁How", "▁are", "▁you", "?"),
+                       nbest=(hypothesis("Comment allez-vous", -0.25),
+                              hypothesis("Comment vas-tu", -0.5)))
+
+
+def _round_trip(translation, with_alignment=True):
+    message = convert.translation_to_proto(translation, with_alignment)
+    parsed = pb2.Translation.FromString(message.SerializeToString())
+    return convert.translation_from_proto(parsed, translation.source)
+
+
+def test_translation_round_trip_keeps_everything():
+    original = _translation(np.random.default_rng(0))
+
+    back = _round_trip(original)
+
+    assert back.source == original.source and back.source_tokens == original.source_tokens
+    assert len(back.nbest) == 2
+    for got, want in zip(back.nbest, original.nbest, strict=True):
+        assert got.text == want.text and got.target_tokens == want.target_tokens
+        assert got.word_alignment == want.word_alignment
+        assert got.score == pytest.approx(want.score)
+        assert got.alignment.dtype == np.float32 and got.alignment.shape == want.alignment.shape
+        np.testing.assert_array_equal(got.alignment, want.alignment)
+
+
+def test_without_alignment_the_matrix_is_empty_but_links_stay():
+    back = _round_trip(_translation(np.random.default_rng(1)), with_alignment=False)
+
+    assert back.alignment.shape == (0, 0)
+    assert back.word_alignment == ((0, 0), (2, 1))
+
+
+def test_options_survive_the_wire_exactly():
+    options = DecodeOptions(beam_size=3, max_length_ratio=1.7, length_penalty=0.6,
+                            coverage_penalty=0.2, n_best=2, replace_unknown=False)
+    request = pb2.TranslateRequest(sentences=["a"], options=convert.options_to_proto(options))
+    wire = pb2.TranslateRequest.FromString(request.SerializeToString())
+
+    # Equal (not just close): equal options are what lets requests share a batch.
+    assert parse_request(wire, Limits()).options == options
+    assert parse_request(pb2.TranslateRequest(
+        options=convert.options_to_proto(None)), Limits()).options == DecodeOptions()
+
+
+def test_flatten_scores_keeps_numeric_leaves():
+    scores = {"test": {"bleu": 31.5, "chrf": 55}, "aer": 0.3, "note": "x", "ok": True}
+
+    assert convert.flatten_scores(scores) == {"test.bleu": 31.5, "test.chrf": 55.0, "aer": 0.3}
+
+
+def test_parse_pharaoh():
+    assert convert.parse_pharaoh("0-0 1-2 10-3") == ((0, 0), (1, 2), (10, 3))
+    assert convert.parse_pharaoh("") == ()
+
+
+def test_model_info_round_trip():
+    info = types.SimpleNamespace(
+        name="en-fr", version=3, attention="luong-general", source_vocab_size=8000,
+        target_vocab_size=8000,
+        metadata={"attribution": {"corpus": "Tatoeba", "licence": "CC-BY 2.0"},
+                  "scores": {"test": {"bleu": 30.1}}})
+    message = convert.model_info_to_proto(info, Limits(max_sentences=7))
+
+    got = convert.model_info_from_proto(pb2.GetModelInfoResponse.FromString(
+        message.SerializeToString()))
+
+    assert got["name"] == "en-fr" and got["version"] == 3 and got["attention"] == "luong-general"
+    assert "Tatoeba" in got["attribution"]
+    assert got["scores"] == {"test.bleu": pytest.approx(30.1)}
+    assert got["metadata"]["scores"] == {"test": {"bleu": 30.1}}
+    assert got["limits"]["max_sentences"] == 7

@@ -1,0 +1,46 @@
+"""The generated modules: built from proto/, importable, and rebuilt when stale."""
+
+import os
+
+from serving import protos
+
+
+def test_generate_builds_the_three_modules_in_a_package(tmp_path):
+    files = protos.generate(tmp_path)
+
+    assert [f.name for f in files] == list(protos.GENERATED)
+    assert all(f.stat().st_size > 0 for f in files)
+    assert (tmp_path / "nmt" / "v1" / "__init__.py").exists()
+    # The gRPC module imports its messages by the proto package path.
+    assert "from nmt.v1 import translation_pb2" in files[1].read_text()
+    assert not protos.is_stale(tmp_path)
+
+
+def test_is_stale_when_missing_or_older_than_the_proto(tmp_path):
+    assert protos.is_stale(tmp_path)
+    files = protos.generate(tmp_path)
+    source_time = (protos.PROTO_ROOT / protos.PROTO_FILE).stat().st_mtime
+    os.utime(files[0], (source_time - 60, source_time - 60))
+
+    assert protos.is_stale(tmp_path)
+
+
+def test_the_service_has_its_three_rpcs():
+    pb2, pb2_grpc = protos.load()
+
+    assert pb2.DESCRIPTOR.package == "nmt.v1"
+    service = pb2.DESCRIPTOR.services_by_name["TranslationService"]
+    assert {m.name for m in service.methods} == {"Translate", "TranslateStream", "GetModelInfo"}
+    stream = service.methods_by_name["TranslateStream"]
+    assert stream.client_streaming and stream.server_streaming
+    assert hasattr(pb2_grpc, "TranslationServiceStub")
+
+
+def test_decode_options_mirror_nmt_types():
+    import dataclasses
+
+    from nmt.types import DecodeOptions
+
+    pb2, _ = protos.load()
+    proto_fields = {f.name for f in pb2.DecodeOptions.DESCRIPTOR.fields}
+    assert proto_fields == {f.name for f in dataclasses.fields(DecodeOptions)}

@@ -1,0 +1,185 @@
+"""Server life cycle: health, graceful shutdown, hot reload, TLS and auth, configuration."""
+
+import asyncio
+import json
+import logging
+import shutil
+import time
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from nmt.client import TranslationClient
+from serving import protos
+from serving.server import ServerConfig
+from serving.servicer import SERVICE_NAME
+from serving.testing import ServerThread
+
+pb2, pb2_grpc = protos.load()
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def _config(model_dir, **overrides):
+    return ServerConfig(**{"model_dir": model_dir, "host": "127.0.0.1", "port": 0,
+                           "metrics_port": 0, "poll_interval_s": 0, **overrides})
+
+
+def _status(channel, service=SERVICE_NAME):
+    stub = health_pb2_grpc.HealthStub(channel)
+    return stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10).status
+
+
+def _fast(sentences):
+    return pb2.TranslateRequest(sentences=sentences, options=pb2.DecodeOptions(beam_size=1))
+
+
+def _wait_for(predicate, timeout=60.0):
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.1)
+
+
+def test_health_is_not_serving_until_warm_then_serving_then_not_serving_on_shutdown(
+        tiny_model_dir, gate):
+    gate.close()  # the warm-up call waits here
+    running = ServerThread(_config(tiny_model_dir, grace_s=30), loader=gate.loader)
+    channel = grpc.insecure_channel(running.target)
+    stub = pb2_grpc.TranslationServiceStub(channel)
+    try:
+        assert gate.started.wait(60)  # loaded, warming up
+        assert _status(channel) == NOT_SERVING and _status(channel, "") == NOT_SERVING
+        for call in (lambda: stub.Translate(_fast(["Hello."]), timeout=10),
+                     lambda: stub.GetModelInfo(pb2.GetModelInfoRequest(), timeout=10)):
+            with pytest.raises(grpc.RpcError) as error:
+                call()
+            assert error.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert "no model is loaded yet" in error.value.details()
+
+        gate.open()
+        running.wait_until_serving()
+        assert _status(channel) == SERVING and _status(channel, "") == SERVING
+
+        gate.close()  # hold a call in flight across the shutdown
+        in_flight = stub.Translate.future(_fast(["Still translating."]), timeout=60)
+        assert gate.started.wait(30)
+        watch = health_pb2_grpc.HealthStub(channel).Watch(
+            health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=30)
+        assert next(watch).status == SERVING
+        stopping = asyncio.run_coroutine_threadsafe(running.server.stop(), running.loop)
+        assert next(watch).status == NOT_SERVING
+        watch.cancel()
+        with grpc.insecure_channel(running.target) as late_channel:
+            with pytest.raises(grpc.RpcError) as error:
+                pb2_grpc.TranslationServiceStub(late_channel).Translate(_fast(["Hi."]), timeout=5)
+        assert error.value.code() == grpc.StatusCode.UNAVAILABLE
+
+        gate.open()
+        assert len(in_flight.result(60).translations) == 1  # finished within the grace period
+        stopping.result(60)
+    finally:
+        gate.open()
+        channel.close()
+        running.stop()
+
+
+def _publish_version(base, source, version, name):
+    """Copies a version under a temporary name, then renames it into place (atomic)."""
+    staging = base / f".staging-{version}"
+    shutil.copytree(source, staging)
+    metadata_path = staging / "assets.extra" / "nmt_metadata.json"
+    metadata = json.loads(metadata_path.read_text())
+    metadata_path.write_text(json.dumps({**metadata, "name": name}))
+    staging.rename(base / str(version))
+
+
+def test_hot_reload_serves_a_good_new_version_and_keeps_it_over_a_broken_one(
+        tiny_model_dir, tmp_path, caplog):
+    base = tmp_path / "models"
+    base.mkdir()
+    _publish_version(base, tiny_model_dir / "1", 1, "tiny-v1")
+    running = ServerThread(_config(base, poll_interval_s=0.2))
+    client = TranslationClient(running.target, timeout=60)
+    registry = running.server.metrics.registry
+    try:
+        running.wait_until_serving()
+        assert client.model_info()["version"] == 1
+
+        _publish_version(base, tiny_model_dir / "1", 2, "tiny-v2")
+        _wait_for(lambda: client.model_info()["version"] == 2)
+        assert client.model_info()["name"] == "tiny-v2"
+        with grpc.insecure_channel(running.target) as channel:
+            response = pb2_grpc.TranslationServiceStub(channel).Translate(_fast(["Hello."]))
+        assert response.model_version == 2
+
+        with caplog.at_level(logging.ERROR, logger="nmt.serving.model_store"):
+            (base / "3").mkdir()
+            (base / "3" / "saved_model.pb").write_bytes(b"this is not a SavedModel")
+            _wait_for(lambda: registry.get_sample_value(
+                "nmt_model_loads_total", {"result": "failure"}) == 1)
+        failures = [json.loads(r.getMessage()) for r in caplog.records
+                    if "model_load_failed" in r.getMessage()]
+        assert failures[0]["version"] == 3 and failures[0]["serving_version"] == 2
+        time.sleep(0.5)  # a few more polls: the broken version is not retried
+        assert registry.get_sample_value("nmt_model_loads_total", {"result": "failure"}) == 1
+        assert client.model_info()["version"] == 2
+        assert client.translate(["Good night."])[0].source == "Good night."
+    finally:
+        client.close()
+        running.stop()
+
+
+def test_tls_and_bearer_token(tiny_model_dir, tls_files):
+    cert, key = tls_files
+    running = ServerThread(_config(tiny_model_dir, tls_cert=cert, tls_key=key,
+                                   auth_token="s3cret"))
+    root = cert.read_bytes()
+    try:
+        running.wait_until_serving()
+        with TranslationClient(running.target, root_certificates=root, token="s3cret",
+                               timeout=60) as client:
+            assert client.translate(["Hello."])[0].source == "Hello."
+            client.wait_until_serving(timeout=10)  # health needs no token
+
+        for token in (None, "wrong"):
+            with TranslationClient(running.target, root_certificates=root, token=token,
+                                   timeout=30) as client:
+                with pytest.raises(grpc.RpcError) as error:
+                    client.translate(["Hello."])
+                assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+        with TranslationClient(running.target, token="s3cret", timeout=5) as plaintext:
+            with pytest.raises(grpc.RpcError) as error:
+                plaintext.translate(["Hello."])
+            assert error.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        running.stop()
+
+
+def test_config_is_validated(tmp_path):
+    cert = tmp_path / "cert.pem"
+    cert.write_text("x")
+    with pytest.raises(ValueError, match="both a certificate and a key"):
+        _config(tmp_path, tls_cert=cert)
+    with pytest.raises(FileNotFoundError, match="TLS file not found"):
+        _config(tmp_path, tls_cert=cert, tls_key=tmp_path / "missing.pem")
+    with pytest.raises(ValueError, match=r"port=70000"):
+        _config(tmp_path, port=70000)
+    with pytest.raises(ValueError, match="auth_token is empty"):
+        _config(tmp_path, auth_token="")
+    assert "s3cret" not in repr(_config(tmp_path, auth_token="s3cret"))
+
+
+def test_a_port_in_use_is_an_error(tiny_model_dir):
+    running = ServerThread(_config(tiny_model_dir))
+    try:
+        with pytest.raises(ValueError, match="is the port in use"):
+            ServerThread(_config(tiny_model_dir, port=running.server.port))
+    finally:
+        running.stop()
+
+
+def test_SERVICE_NAME_is_the_proto_service():
+    assert SERVICE_NAME == "nmt.v1.TranslationService"

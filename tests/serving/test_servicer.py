@@ -1,0 +1,257 @@
+"""Every RPC, error code and limit against an in-process server with the tiny model."""
+
+import time
+
+import grpc
+import numpy as np
+import pytest
+
+from nmt.client import TranslationClient
+from nmt.types import DecodeOptions
+from serving import protos
+from serving.batching import BatchingConfig
+from serving.server import ServerConfig
+from serving.testing import ServerThread, free_port, scrape_metrics
+from serving.validation import Limits
+
+pb2, pb2_grpc = protos.load()
+LIMITS = Limits(max_sentences=8, max_chars=60, max_message_bytes=1024, max_beam_size=6)
+FAST = DecodeOptions(beam_size=2)
+TRANSLATE = "/nmt.v1.TranslationService/Translate"
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model_dir, module_gate):
+    config = ServerConfig(
+        model_dir=tiny_model_dir, host="127.0.0.1", port=0, metrics_port=free_port(),
+        batching=BatchingConfig(max_batch_size=8, max_wait_ms=2, max_queue=12), limits=LIMITS,
+        poll_interval_s=0)
+    running = ServerThread(config, loader=module_gate.loader)
+    running.wait_until_serving()
+    yield running
+    module_gate.open()
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    with TranslationClient(server.target, timeout=60) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def stub(server):
+    with grpc.insecure_channel(server.target) as channel:
+        yield pb2_grpc.TranslationServiceStub(channel)
+
+
+def _request(sentences, **options):
+    return pb2.TranslateRequest(sentences=sentences, options=pb2.DecodeOptions(**options))
+
+
+def _code(call) -> grpc.StatusCode:
+    with pytest.raises(grpc.RpcError) as error:
+        call()
+    return error.value.code(), error.value.details()
+
+
+def test_translate_matches_the_translator(server, client):
+    sentences = ["Hello.", "How are you today?"]
+    direct = server.server.store.translator.inner.translate(sentences, FAST)
+
+    served = client.translate(sentences, FAST)
+
+    for got, want in zip(served, direct, strict=True):
+        assert got.source == want.source and got.source_tokens == want.source_tokens
+        assert got.text == want.text and got.target_tokens == want.target_tokens
+        assert got.word_alignment == want.word_alignment
+        assert got.score == pytest.approx(want.score, rel=1e-6)
+        assert got.alignment.shape == want.alignment.shape
+        np.testing.assert_allclose(got.alignment, want.alignment, rtol=1e-6)
+
+
+def test_response_fields(stub):
+    request = _request(["Hello.", "Good night."], beam_size=3, n_best=2)
+    request.request_id = "job-7"
+
+    response = stub.Translate(request)
+
+    assert response.request_id == "job-7" and response.model_version == 1
+    assert len(response.translations) == 2
+    for translation in response.translations:
+        scores = [h.score for h in translation.hypotheses]
+        assert len(scores) == 2 and scores == sorted(scores, reverse=True)
+        best = translation.hypotheses[0]
+        assert len(best.alignment) == len(best.target_tokens)
+        assert all(len(row.weights) == len(translation.source_tokens) for row in best.alignment)
+        np.testing.assert_allclose([sum(r.weights) for r in best.alignment], 1.0, rtol=1e-4)
+
+
+def test_without_alignment_no_matrix_is_sent(stub):
+    request = _request(["Hello."], beam_size=1)
+    request.with_alignment = False
+
+    hypothesis = stub.Translate(request).translations[0].hypotheses[0]
+
+    assert len(hypothesis.alignment) == 0 and hypothesis.word_alignment
+
+
+def test_an_empty_request_gets_an_empty_answer(stub):
+    assert len(stub.Translate(pb2.TranslateRequest()).translations) == 0
+
+
+def test_awkward_text_is_answered(client):
+    sentences = ["", "   ", "a\x00b\x07c", "\x1b[31mred\x1b[0m", "\u200b«déjà»\u202e", "😀 " * 5]
+
+    translations = client.translate(sentences, FAST)
+
+    assert len(translations) == len(sentences)
+    assert translations[0].text == "" and translations[1].text == ""
+    assert all(t.source == s for t, s in zip(translations, sentences, strict=True))
+
+
+def test_invalid_utf8_is_invalid_argument(server):
+    data = pb2.TranslateRequest(sentences=["ok", "ab"]).SerializeToString().replace(
+        b"ab", b"\xc3(")
+    with grpc.insecure_channel(server.target) as channel:
+        raw = channel.unary_unary(TRANSLATE, response_deserializer=pb2.TranslateResponse.FromString)
+        code, details = _code(lambda: raw(data, timeout=30))
+
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "sentence 1 is not valid UTF-8" in details
+
+
+@pytest.mark.parametrize("options, field", [
+    ({"beam_size": 0}, "beam_size"), ({"beam_size": 2, "n_best": 3}, "n_best"),
+    ({"length_penalty": 9.0}, "length_penalty"),
+])
+def test_invalid_options_are_invalid_argument(stub, options, field):
+    code, details = _code(lambda: stub.Translate(_request(["a"], **options)))
+
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and field in details and "Received" in details
+
+
+@pytest.mark.parametrize("sentences, options, expected", [
+    (["a"] * 9, {}, "at most 8 per request. Received: 9"),
+    (["x" * 61], {}, "at most 60 characters. Received: 61"),
+    (["a"], {"beam_size": 7}, "limit of 6. Received: beam_size=7"),
+    (["😀" * 60] * 8, {}, "1024"),  # 1.9 kB: over the message size limit
+])
+def test_limits_are_resource_exhausted_and_say_the_limit(stub, sentences, options, expected):
+    code, details = _code(lambda: stub.Translate(_request(sentences, **options)))
+
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert expected in details
+
+
+def test_a_full_queue_is_resource_exhausted(server, stub, module_gate):
+    gate = module_gate
+    gate.close()
+    try:
+        blocker = stub.Translate.future(_request(["Hold the model."], beam_size=1))
+        assert gate.started.wait(30)
+        queued = stub.Translate.future(_request(["q"] * 8, beam_size=1))
+        time.sleep(0.2)
+        code, details = _code(lambda: stub.Translate(_request(["one", "too", "many", "x", "y"],
+                                                              beam_size=1)))
+    finally:
+        gate.open()
+
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "queue limit 12" in details
+    assert len(blocker.result(60).translations) == 1 and len(queued.result(60).translations) == 8
+
+
+def test_a_request_past_its_deadline_is_dropped_from_the_queue(server, stub, module_gate):
+    gate = module_gate
+    gate.close()
+    try:
+        blocker = stub.Translate.future(_request(["Hold the model."], beam_size=1))
+        assert gate.started.wait(30)
+        code, _ = _code(lambda: stub.Translate(_request(["deadline probe"]), timeout=0.3))
+    finally:
+        gate.open()
+
+    assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert len(blocker.result(60).translations) == 1
+    stub.Translate(_request(["after"], beam_size=1))  # the queue moved past the probe
+    assert not any("deadline probe" in call for call in gate.calls)
+    dropped = server.server.metrics.registry.get_sample_value(
+        "nmt_dropped_sentences_total", {"reason": "deadline"})
+    assert dropped == 1
+
+
+def test_stream_answers_each_request_in_order(client):
+    batches = [["Hello."], [], ["Good night.", "Thank you.", ""], ["Yes."]]
+
+    results = list(client.translate_stream(iter(batches), FAST))
+
+    assert [[t.source for t in result] for result in results] == batches
+
+
+def test_stream_responses_name_their_request(stub):
+    requests = [_request(["a"], beam_size=1), _request(["b", "c"], beam_size=1)]
+    requests[1].request_id = "second"
+
+    responses = list(stub.TranslateStream(iter(requests)))
+
+    assert [(r.request_index, r.request_id, len(r.translations)) for r in responses] == [
+        (0, "", 1), (1, "second", 2)]
+
+
+def test_a_bad_request_ends_the_stream_with_its_status_after_the_earlier_answers(client):
+    results = []
+    with pytest.raises(grpc.RpcError) as error:
+        for result in client.translate_stream([["Hello."], ["a"] * 9, ["never"]], FAST):
+            results.append(result)
+
+    assert len(results) == 1
+    assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "request 1 of the stream: too many sentences" in error.value.details()
+
+
+def test_model_info(client):
+    info = client.model_info()
+
+    assert info["name"] == "tiny" and info["version"] == 1
+    assert info["attribution"] == "test fixture"
+    assert info["source_vocab_size"] == 200 and info["target_vocab_size"] == 200
+    assert info["metadata"]["model_config"]["hidden_dim"] == 32
+    assert info["limits"] == {"max_sentences": 8, "max_chars": 60, "max_message_bytes": 1024,
+                              "max_beam_size": 6}
+
+
+def test_reflection_lists_the_services(server):
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    with grpc.insecure_channel(server.target) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        request = reflection_pb2.ServerReflectionRequest(list_services="")
+        response = next(stub.ServerReflectionInfo(iter([request])))
+
+    names = {s.name for s in response.list_services_response.service}
+    assert {"nmt.v1.TranslationService", "grpc.health.v1.Health"} <= names
+
+
+def test_metrics_endpoint_counters_move(server, client, stub):
+    port = server.server.metrics_port
+    before = scrape_metrics(port)
+    client.translate(["Hello.", "Good night."], FAST)
+    _code(lambda: stub.Translate(_request(["a"], beam_size=0)))
+
+    after = scrape_metrics(port)
+
+    def delta(name, **labels):
+        key = (name, tuple(sorted(labels.items())))
+        return after.get(key, 0) - before.get(key, 0)
+
+    assert delta("nmt_requests_total", method="Translate", code="OK") == 1
+    assert delta("nmt_requests_total", method="Translate", code="INVALID_ARGUMENT") == 1
+    assert delta("nmt_request_duration_seconds_count", method="Translate") == 2
+    assert delta("nmt_translated_sentences_total") == 2
+    assert delta("nmt_translated_tokens_total", side="source") > 0
+    assert delta("nmt_translated_tokens_total", side="target") > 0
+    assert delta("nmt_batch_size_count") >= 1 and delta("nmt_batch_size_sum") == 2
+    assert after[("nmt_queue_depth", ())] == 0
+    served = [dict(labels) for (name, labels), value in after.items()
+              if name == "nmt_model_info" and value == 1]
+    assert [(s["name"], s["version"]) for s in served] == [("tiny", "1")]

@@ -1,0 +1,57 @@
+"""`nmt serve`: its options, defaults and the configuration they make."""
+
+import argparse
+
+import pytest
+
+from serving.cli import DEFAULT_MODEL, add_serve_parser, config_from_args, run_serve
+
+
+def _parse(*argv):
+    parser = argparse.ArgumentParser(prog="nmt")
+    add_serve_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["serve", *argv])
+
+
+def test_defaults():
+    args = _parse()
+
+    assert args.model == DEFAULT_MODEL and DEFAULT_MODEL.parts[-2:] == ("models", "en-fr")
+    assert (args.port, args.metrics_port, args.host) == (50051, 9090, "0.0.0.0")
+    assert args.func is run_serve
+
+
+def test_options_make_the_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_TOKEN", "s3cret")
+    args = _parse("--model", str(tmp_path), "--port", "0", "--metrics-port", "0",
+                  "--no-batching", "--max-batch-size", "4", "--max-wait-ms", "1.5",
+                  "--max-sentences", "10", "--max-chars", "99", "--poll-interval", "0",
+                  "--auth-token-env", "MY_TOKEN")
+
+    config = config_from_args(args)
+
+    assert config.model_dir == tmp_path and config.port == 0 and config.metrics_port == 0
+    assert not config.batching.enabled and config.batching.max_batch_size == 4
+    assert config.batching.max_wait_ms == 1.5
+    assert (config.limits.max_sentences, config.limits.max_chars) == (10, 99)
+    assert config.poll_interval_s == 0 and config.auth_token == "s3cret"
+
+
+def test_auth_is_off_without_the_environment_variable(tmp_path, monkeypatch):
+    monkeypatch.delenv("NMT_AUTH_TOKEN", raising=False)
+
+    assert config_from_args(_parse("--model", str(tmp_path))).auth_token is None
+
+
+def test_bad_values_fail_before_serving(tmp_path):
+    with pytest.raises(ValueError, match="max_batch_size=0"):
+        config_from_args(_parse("--model", str(tmp_path), "--max-batch-size", "0"))
+    with pytest.raises(FileNotFoundError, match="--model"):
+        config_from_args(_parse("--model", str(tmp_path / "missing")))
+
+
+def test_nmt_serve_reports_a_missing_model_directory(tmp_path, capsys):
+    from nmt.cli import main
+
+    assert main(["serve", "--model", str(tmp_path / "missing")]) == 2
+    assert "does not exist" in capsys.readouterr().err

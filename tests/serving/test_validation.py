@@ -1,0 +1,103 @@
+"""Request checks: limits and malformed input are refused with messages that say what to do."""
+
+import pytest
+
+from nmt.types import DecodeOptions
+from serving import protos
+from serving.errors import InvalidArgument, LimitExceeded
+from serving.validation import Limits, UndecodableRequest, lenient_deserializer, parse_request
+
+pb2, _ = protos.load()
+LIMITS = Limits(max_sentences=3, max_chars=10, max_beam_size=6)
+
+
+def test_defaults_when_nothing_is_set():
+    parsed = parse_request(pb2.TranslateRequest(sentences=["Hi."]), LIMITS)
+
+    assert parsed.sentences == ("Hi.",)
+    assert parsed.options == DecodeOptions()
+    assert parsed.with_alignment is True and parsed.request_id == ""
+
+
+def test_set_options_are_carried_and_unset_ones_default():
+    request = pb2.TranslateRequest(
+        sentences=["Hi."], with_alignment=False, request_id="r1",
+        options=pb2.DecodeOptions(beam_size=3, length_penalty=0.7, replace_unknown=False))
+
+    parsed = parse_request(request, LIMITS)
+
+    assert parsed.options == DecodeOptions(beam_size=3, length_penalty=0.7, replace_unknown=False)
+    assert parsed.with_alignment is False and parsed.request_id == "r1"
+
+
+def test_too_many_sentences_names_the_limit_and_the_count():
+    with pytest.raises(LimitExceeded, match=r"at most 3 per request\. Received: 4 sentences"):
+        parse_request(pb2.TranslateRequest(sentences=["a"] * 4), LIMITS)
+
+
+def test_sentence_length_is_counted_in_characters():
+    parse_request(pb2.TranslateRequest(sentences=["é" * 10]), LIMITS)  # 20 bytes, 10 chars
+    with pytest.raises(LimitExceeded, match=r"sentence 1 is too long: at most 10 .* 11 characters"):
+        parse_request(pb2.TranslateRequest(sentences=["ok", "é" * 11]), LIMITS)
+
+
+@pytest.mark.parametrize("options, field", [
+    (pb2.DecodeOptions(beam_size=0), "beam_size"),
+    (pb2.DecodeOptions(beam_size=2, n_best=3), "n_best"),
+    (pb2.DecodeOptions(max_length_ratio=-1.0), "max_length_ratio"),
+])
+def test_invalid_options_are_invalid_argument(options, field):
+    with pytest.raises(InvalidArgument, match=rf"invalid options: {field}.*Received"):
+        parse_request(pb2.TranslateRequest(sentences=["a"], options=options), LIMITS)
+
+
+def test_beam_over_the_server_limit_is_resource_exhausted():
+    request = pb2.TranslateRequest(sentences=["a"], options=pb2.DecodeOptions(beam_size=7))
+    with pytest.raises(LimitExceeded, match=r"limit of 6\. Received: beam_size=7"):
+        parse_request(request, LIMITS)
+
+
+def test_long_request_id_is_refused():
+    with pytest.raises(InvalidArgument, match="request_id is too long"):
+        parse_request(pb2.TranslateRequest(sentences=["a"], request_id="x" * 129), LIMITS)
+
+
+def test_stream_errors_name_the_request():
+    with pytest.raises(LimitExceeded, match=r"^request 2 of the stream: too many sentences"):
+        parse_request(pb2.TranslateRequest(sentences=["a"] * 4), LIMITS, index=2)
+
+
+def test_limits_are_validated():
+    with pytest.raises(ValueError, match=r"max_sentences=0"):
+        Limits(max_sentences=0)
+    with pytest.raises(ValueError, match=r"max_beam_size=65"):
+        Limits(max_beam_size=65)
+    with pytest.raises(ValueError, match=r"the default beam"):
+        Limits(max_beam_size=4)
+
+
+def test_valid_bytes_parse_normally():
+    deserialize = lenient_deserializer(pb2.TranslateRequest)
+    data = pb2.TranslateRequest(sentences=["ok", "déjà"]).SerializeToString()
+
+    assert list(deserialize(data).sentences) == ["ok", "déjà"]
+
+
+def test_invalid_utf8_names_the_sentence_and_the_byte():
+    deserialize = lenient_deserializer(pb2.TranslateRequest)
+    data = pb2.TranslateRequest(sentences=["ok", "ab"]).SerializeToString().replace(
+        b"ab", b"a\xff")
+
+    request = deserialize(data)
+
+    assert isinstance(request, UndecodableRequest)
+    assert "sentence 1 is not valid UTF-8 (byte 0xff at offset 1)" in request.reason
+    with pytest.raises(InvalidArgument, match="sentence 1 is not valid UTF-8"):
+        parse_request(request, LIMITS)
+
+
+def test_garbage_is_refused_not_crashed_on():
+    request = lenient_deserializer(pb2.TranslateRequest)(b"\xff\xff\xff\xff")
+
+    assert isinstance(request, UndecodableRequest)
+    assert "not a valid TranslateRequest" in request.reason
