@@ -4,7 +4,7 @@ STAMP := .venv/.installed
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: test serve bench install
+.PHONY: test serve bench install export
 
 $(PY):
 	python3 -m venv .venv
@@ -25,3 +25,7 @@ serve: $(STAMP)
 
 bench: $(STAMP)
 	@set -e; for script in bench/*.py; do echo "== $$script"; $(PY) $$script; done
+
+# Rebuild the shipped SavedModel from what is committed (after an export-format change).
+export: $(STAMP)
+	$(PY) -m nmt.cli export --from-export models/en-fr/1 --out models/en-fr --version 1 --overwrite

@@ -54,6 +54,8 @@ def _add_export(sub) -> None:
     p.add_argument("--out", required=True, help="base directory, e.g. models/en-fr")
     p.add_argument("--version", type=int, required=True, help="version number (a new directory)")
     p.add_argument("--metadata", help="JSON file of extra metadata (scores, attribution)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing version (e.g. re-export after a format change)")
     p.set_defaults(func=_export)
 
 
@@ -69,7 +71,7 @@ def _export(args) -> int:
     else:
         module = module_from_export(args.from_export)
         module.metadata.update(extra)
-    path = export_saved_model(module, args.out, args.version)
+    path = export_saved_model(module, args.out, args.version, overwrite=args.overwrite)
     print(path)
     return 0
 

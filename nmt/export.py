@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import tensorflow as tf
@@ -193,28 +194,43 @@ def build_module(config: ModelConfig, tokenizers: TokenizerPair,
 
 
 def export_saved_model(module: TranslationModule, base_dir: str | os.PathLike,
-                       version: int) -> Path:
+                       version: int, *, overwrite: bool = False) -> Path:
     """Writes `<base_dir>/<version>/` in the TensorFlow Serving layout.
 
     Signatures: `serving_default` (sentences -> best translation and
     alignments), `translate_with_options` (explicit decoding options, n-best
     axis) and `align` (sources, targets -> forced alignment).
+
+    The export is written under a temporary name and renamed into place, so a
+    server watching `base_dir` never sees a half-written version. With
+    `overwrite`, an existing version is replaced (to re-export it after a
+    change of the export format).
     """
     if not isinstance(version, int) or version < 1:
         raise ValueError(f"version must be a positive integer. Received: version={version!r}")
     path = Path(base_dir) / str(version)
-    if path.exists():
+    if path.exists() and not overwrite:
         raise ValueError(f"{path} already exists; choose a new version number.")
+    staging = Path(base_dir) / f".{version}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
     signatures = {
         "serving_default": module.translate,
         "translate_with_options": module.translate_with_options,
         "align": module.align,
     }
-    tf.saved_model.save(module, str(path), signatures=signatures)
+    tf.saved_model.save(module, str(staging), signatures=signatures)
     config = module.model.config
     metadata = {"attention": config.describe(), **module.metadata, "model_config": config.to_dict()}
-    (path / "assets.extra").mkdir(exist_ok=True)
-    (path / "assets.extra" / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+    (staging / "assets.extra").mkdir(exist_ok=True)
+    (staging / "assets.extra" / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+    if path.exists():
+        retired = Path(base_dir) / f".{version}.old"
+        shutil.rmtree(retired, ignore_errors=True)
+        path.rename(retired)
+        staging.rename(path)
+        shutil.rmtree(retired)
+    else:
+        staging.rename(path)
     return path
 
 

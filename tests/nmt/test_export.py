@@ -323,3 +323,13 @@ def test_export_refuses_an_existing_version(module, exports):
         export_saved_model(module, exports["first"].parent, 1)
     with pytest.raises(ValueError, match="version=0"):
         export_saved_model(module, exports["first"].parent, 0)
+
+
+def test_overwrite_replaces_a_version_without_partial_directories(module, tmp_path):
+    base = tmp_path / "models"
+    first = export_saved_model(module, base, 1)
+    stamp = (first / "saved_model.pb").stat().st_mtime_ns
+    again = export_saved_model(module, base, 1, overwrite=True)
+    assert again == first
+    assert (again / "saved_model.pb").stat().st_mtime_ns >= stamp
+    assert sorted(p.name for p in base.iterdir()) == ["1"], "staging directories are cleaned up"
