@@ -15,7 +15,7 @@ SOURCE = np.array([[5, 9, 4, 7, 3, 2], [8, 6, 11, 2, 0, 0], [2, 0, 0, 0, 0, 0]],
 TARGET_IN = np.array([[1, 7, 12, 9, 4], [1, 13, 6, 0, 0], [1, 0, 0, 0, 0]], np.int32)
 TARGET_OUT = np.array([[7, 12, 9, 4, 2], [13, 6, 2, 0, 0], [2, 0, 0, 0, 0]], np.int32)
 
-# Every decoder configuration; each one runs with LSTM and GRU, 1 and 2 decoder layers.
+# Every decoder configuration (decoder, score, option, global or local-p, input feeding).
 DECODERS = {
     "luong-dot": {"attention": "dot", "input_feeding": False},
     "luong-dot+feed": {"attention": "dot", "input_feeding": True},
@@ -97,7 +97,16 @@ STACKS = [
     ("bahdanau-normalized", "gru", 2),
     ("bahdanau-general-local", "lstm", 2),
 ]
-assert {d for d, _, _ in STACKS} == set(DECODERS)
+
+
+def test_stacks_cover_every_decoder_and_rnn():
+    assert {decoder for decoder, _, _ in STACKS} == set(DECODERS)
+    for recurrence in ("luong", "+feed", "bahdanau"):
+        stacks = {
+            (cell, layers) for decoder, cell, layers in STACKS
+            if recurrence in decoder and (recurrence != "luong" or "+feed" not in decoder)
+        }
+        assert stacks == {("lstm", 1), ("lstm", 2), ("gru", 1), ("gru", 2)}, recurrence
 
 
 @pytest.mark.parametrize("decoder, cell, layers", STACKS)
