@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -51,18 +52,23 @@ def generate(out_root: Path = REPO_ROOT) -> list[Path]:
     never see a half-written module.
     """
     import grpc_tools
-    from grpc_tools import protoc
 
     include = Path(grpc_tools.__file__).parent / "_proto"
     out_dir = _out_dir(out_root)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
-        code = protoc.main([
-            "protoc", f"-I{PROTO_ROOT}", f"-I{include}", f"--python_out={tmp}",
-            f"--grpc_python_out={tmp}", f"--pyi_out={tmp}", PROTO_FILE,
-        ])
-        if code != 0:
-            raise RuntimeError(f"protoc failed on {PROTO_ROOT / PROTO_FILE} (exit code {code})")
+        # protoc runs in its own process: in-process it can crash once TensorFlow
+        # (which bundles its own libprotobuf) has been imported.
+        result = subprocess.run(
+            [sys.executable, "-m", "grpc_tools.protoc", f"-I{PROTO_ROOT}", f"-I{include}",
+             f"--python_out={tmp}", f"--grpc_python_out={tmp}", f"--pyi_out={tmp}", PROTO_FILE],
+            capture_output=True, text=True, check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(
+                f"protoc failed on {PROTO_ROOT / PROTO_FILE} (exit code {result.returncode}): "
+                f"{result.stderr.strip()}"
+            )
         for name in GENERATED:
             os.replace(Path(tmp) / Path(PROTO_FILE).parent / name, out_dir / name)
     init = out_dir / "__init__.py"
