@@ -173,7 +173,7 @@ def _evaluate(args) -> int:
     if not (args.test or args.source or args.alibi or args.pharaoh):
         raise ValueError("give --test, --source/--reference, --alibi or --pharaoh")
     translator = Translator.load(args.model)
-    results: dict = {"model": translator.info.path}
+    results: dict = {}
     pairs = _evaluation_pairs(args, data)
     if pairs:
         report = scoring.score_translations(translator, pairs, _decode_options(args))
@@ -195,8 +195,15 @@ def _evaluate(args) -> int:
               f"({report.sentences} pairs, {report.word_count_mismatches} word-count mismatches)")
         results["alignment"] = {"aer": round(s.aer, 4), "precision": round(s.precision, 4),
                                 "recall": round(s.recall, 4), "pairs": report.sentences}
+    scores = {}
+    if "translation" in results:
+        scores["test_bleu"] = results["translation"]["bleu"]
+        scores["test_chrf"] = results["translation"]["chrf"]
+    if "alignment" in results:
+        scores["alibi_aer"] = results["alignment"]["aer"]
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+        # `scores` is what `nmt export --metadata` stores and GetModelInfo reports.
+        Path(args.json).write_text(json.dumps({"scores": scores, **results}, indent=2) + "\n")
     return 0
 
 
