@@ -1,0 +1,41 @@
+"""The model card states exactly the figures of the files that measured them."""
+
+import json
+
+from training.model_card import ATTRIBUTION, render
+
+
+def test_card_reports_measured_figures(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "summary.json").write_text(json.dumps({
+        "name": "en-fr", "steps": 1234, "epochs_completed": 3, "train_seconds": 5400.0,
+        "parameters": 7306048, "tensorflow": "2.21.0", "python": "3.11.7",
+    }))
+    (run / "history.jsonl").write_text(
+        json.dumps({"step": 400, "bleu": 12.5}) + "\n" + json.dumps({"step": 800, "bleu": 31.25})
+        + "\n"
+    )
+    (run / "config.yaml").write_text("name: en-fr\n")
+    export = tmp_path / "models" / "1"
+    (export / "assets.extra").mkdir(parents=True)
+    (export / "assets.extra" / "nmt_metadata.json").write_text(json.dumps({
+        "attention": "luong-general",
+        "model_config": {"encoder_layers": 2, "decoder_layers": 1, "cell": "lstm",
+                         "hidden_dim": 512, "embedding_dim": 256, "share_embeddings": True,
+                         "tie_embeddings": True, "target_vocab_size": 8000},
+    }))
+    evaluation = {
+        "translation": {"bleu": 41.234, "chrf": 60.5, "sentences": 2000, "beam_size": 5,
+                        "bleu_signature": "nrefs:var|bs", "chrf_signature": "nrefs:var|c"},
+        "alignment": {"aer": 0.4321, "precision": 0.5, "recall": 0.6, "pairs": 522},
+    }
+    card = render(run, evaluation, export)
+    assert "| BLEU, `test.tsv` | 41.23 |" in card
+    assert "| chrF, `test.tsv` | 60.50 |" in card
+    assert "| AER, Alibi | 0.432 |" in card
+    assert "31.25 | greedy, step 800" in card
+    assert "7,306,048 parameters" in card
+    assert "1,234 steps" in card and "90 minutes" in card
+    assert ATTRIBUTION in card
+    assert "nmt train --config training/configs/en-fr.yaml" in card
