@@ -165,4 +165,5 @@ def test_job_with_the_tiny_model(tmp_path, tiny_model_dir, tiny_pairs):
         matrix = np.array(record["alignment"])
         assert matrix.shape == (len(record["target_tokens"]), len(record["source_tokens"]))
         np.testing.assert_allclose(matrix.sum(axis=1), 1.0, atol=1e-3)
-        assert isinstance(record["score"], float) and record["translation"]
+        # An untrained model may legitimately translate to "" (EOS first).
+        assert isinstance(record["score"], float) and isinstance(record["translation"], str)
