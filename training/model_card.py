@@ -46,7 +46,12 @@ def _size_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
 
 
-def render(run: Path, evaluation: dict, export: Path) -> str:
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell (sacrebleu signatures contain pipes)."""
+    return text.replace("|", "\\|")
+
+
+def render(run: Path, evaluation: dict, export: Path, note: str = "") -> str:
     summary = json.loads((run / "summary.json").read_text())
     history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
     config = (run / "config.yaml").read_text()
@@ -91,8 +96,9 @@ def render(run: Path, evaluation: dict, export: Path) -> str:
         lines += [
             f"| BLEU, `test.tsv` | {translation['bleu']:.2f} | multi-reference "
             f"({translation['sentences']} unique sources), beam {translation['beam_size']}; "
-            f"`{translation['bleu_signature']}` |",
-            f"| chrF, `test.tsv` | {translation['chrf']:.2f} | `{translation['chrf_signature']}` |",
+            f"`{_cell(translation['bleu_signature'])}` |",
+            f"| chrF, `test.tsv` | {translation['chrf']:.2f} | "
+            f"`{_cell(translation['chrf_signature'])}` |",
         ]
     if alignment:
         lines.append(
@@ -110,7 +116,8 @@ def render(run: Path, evaluation: dict, export: Path) -> str:
         "",
         f"- {summary['steps']:,} steps ({summary['epochs_completed']} full epochs), "
         f"{minutes:.0f} minutes of wall clock on {_cpu()} (2 cores, no GPU), "
-        f"TensorFlow {summary['tensorflow']}, Python {summary['python']}.",
+        f"TensorFlow {summary['tensorflow']}, Python {summary['python']}."
+        + (f" {note}" if note else ""),
         "- Reproduce:",
         "",
         "```sh",
@@ -138,9 +145,10 @@ def main() -> None:
     parser.add_argument("--evaluation", type=Path, required=True, help="nmt evaluate --json output")
     parser.add_argument("--export", type=Path, required=True, help="the exported version dir")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--note", default="", help="a sentence about this run's conditions")
     args = parser.parse_args()
     evaluation = json.loads(args.evaluation.read_text())
-    args.out.write_text(render(args.run, evaluation, args.export))
+    args.out.write_text(render(args.run, evaluation, args.export, args.note))
 
 
 if __name__ == "__main__":

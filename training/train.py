@@ -108,10 +108,10 @@ class Trainer:
         }
         weight_ids = {id(v) for v in self.model.weights}
         # Dropout seed states, so a resumed run draws the same masks.
-        rng = [v for v in self.model.variables if id(v) not in weight_ids]
+        self.rng = [v for v in self.model.variables if id(v) not in weight_ids]
         self.checkpoint = tf.train.Checkpoint(
             weights=list(self.model.weights), optimizer=list(self.optimizer.variables),
-            rng=rng, **self.state,
+            rng=self.rng, **self.state,
         )
         self.manager = tf.train.CheckpointManager(self.checkpoint, run_dir / "checkpoints", 2)
         self.best = tf.train.Checkpoint(weights=list(self.model.weights))
@@ -171,13 +171,22 @@ class Trainer:
     # --- the loop -------------------------------------------------------------------
 
     def restore(self) -> bool:
-        if self.manager.latest_checkpoint:
-            status = self.checkpoint.restore(self.manager.latest_checkpoint)
+        path = self.manager.latest_checkpoint
+        if not path:
+            return False
+        core = tf.train.Checkpoint(
+            weights=list(self.model.weights), optimizer=list(self.optimizer.variables),
+            **self.state,
+        )
+        core.restore(path).expect_partial().assert_existing_objects_matched()
+        try:
+            status = tf.train.Checkpoint(rng=self.rng).restore(path).expect_partial()
             status.assert_existing_objects_matched()
-            log.info("resumed from %s at step %d", self.manager.latest_checkpoint,
-                     int(self.state["step"]))
-            return True
-        return False
+        except AssertionError:
+            log.warning("%s has no dropout RNG state (an older run): the resumed run draws "
+                        "other dropout masks than an uninterrupted one would", path)
+        log.info("resumed from %s at step %d", path, int(self.state["step"]))
+        return True
 
     def _should_stop(self, started: float, budget: float) -> str | None:
         o = self.cfg.optim
@@ -205,6 +214,10 @@ class Trainer:
                 self.state["epoch"].assign_add(1)
                 self.state["batch_in_epoch"].assign(0)
         reason = reason or f"max_epochs={o.max_epochs} reached"
+        step = int(self.state["step"])
+        if not self.stop_reason and step % o.eval_every:
+            # Budgets end between evaluations; score the last weights too.
+            self._evaluate_and_keep_best(step)
         self.state["train_seconds"].assign(base_seconds + time.time() - started)
         self.manager.save(checkpoint_number=int(self.state["step"]))
         progress.close()
