@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
+import yaml  # noqa: E402
 
 from nmt import data as nmt_data  # noqa: E402
 from nmt.model import ModelConfig, Seq2Seq, sequence_loss  # noqa: E402
@@ -79,9 +80,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--precision", help="override the config's precision")
     parser.add_argument("--pairs", type=int, default=40000, help="training pairs to tokenize")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override a config value, e.g. model.input_feeding=true")
     args = parser.parse_args()
 
-    cfg = load_config(args.config)
+    overrides = {k: yaml.safe_load(v) for k, _, v in (item.partition("=") for item in args.set)}
+    cfg = load_config(args.config, overrides)
     precision = args.precision or cfg.optim.precision
     pairs = nmt_data.read_pairs(cfg.data.train)[: args.pairs]
     tokenizers = train_tokenizers(pairs, cfg.tokenizer.vocab_size, joint=cfg.tokenizer.joint)

@@ -100,6 +100,11 @@ class AttentionDecoder(keras.layers.Layer):
             name="bridge", dtype=self.dtype_policy,
         )
 
+    def build(self, *args, **kwargs):
+        # Sublayers build on first use: each RNN cell at its first step (its input
+        # size depends on the decoder kind), the others at their first call.
+        self.built = True
+
     # --- memory and state --------------------------------------------------------
 
     def prepare_memory(self, memory, mask) -> Memory:

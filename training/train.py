@@ -104,7 +104,8 @@ class Trainer:
             name: tf.Variable(value, trainable=False, name=name)
             for name, value in [("step", 0), ("epoch", 0), ("batch_in_epoch", 0),
                                 ("evals_since_best", 0), ("best_bleu", -1.0),
-                                ("train_seconds", 0.0)]
+                                ("train_seconds", 0.0),
+                                ("target_tokens", tf.constant(0, tf.int64))]
         }
         weight_ids = {id(v) for v in self.model.weights}
         # Dropout seed states, so a resumed run draws the same masks.
@@ -243,6 +244,7 @@ class Trainer:
             step = int(self.state["step"].assign_add(1))
             self.state["batch_in_epoch"].assign_add(1)
             tokens = int(tf.reduce_sum(tf.cast(target_out > 0, tf.int32)))
+            self.state["target_tokens"].assign_add(tokens)
             lr = float(self.optimizer.learning_rate)
             progress.update(step, loss, tokens, lr, int(self.state["epoch"]))
             with self.writer.as_default():
@@ -321,6 +323,10 @@ def _write_summary(trainer: Trainer, run_dir: Path) -> None:
         "epochs_completed": int(trainer.state["epoch"]),
         "train_seconds": round(float(trainer.state["train_seconds"]), 1),
         "best_dev_bleu": round(float(trainer.state["best_bleu"]), 2),
+        "target_tokens": int(trainer.state["target_tokens"]),
+        "target_tokens_per_second": round(
+            int(trainer.state["target_tokens"]) / max(float(trainer.state["train_seconds"]), 1e-9)
+        ),
         "parameters": int(trainer.model.count_params()),
         "model_config": trainer.model.config.to_dict(),
         "python": sys.version.split()[0],

@@ -1,0 +1,102 @@
+"""Which attention is best here? Trains each mechanism for the same budget and scores it.
+
+For every variant below: `nmt train` with the shipped config and the
+variant's model settings for `--budget` of wall clock, export, then dev and
+test BLEU (greedy, multi-reference), AER on the Alibi alignments, parameters
+and training speed. Runs one after another (never two trainings at once on
+a small machine) and prints a Markdown table; finished variants are reused,
+so an interrupted comparison continues where it stopped.
+
+    python bench/compare_attention.py --budget 10m [--only luong-general,bahdanau]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+VARIANTS = {
+    "bahdanau": {"decoder": "bahdanau", "attention": "bahdanau"},
+    "bahdanau-normalized": {"decoder": "bahdanau", "attention": "bahdanau", "normalize": True},
+    "luong-dot+feed": {"decoder": "luong", "attention": "dot", "input_feeding": True},
+    "luong-general+feed": {"decoder": "luong", "attention": "general", "input_feeding": True},
+    "luong-concat+feed": {"decoder": "luong", "attention": "concat", "input_feeding": True},
+    "luong-general": {"decoder": "luong", "attention": "general", "input_feeding": False},
+    "luong-general-local": {"decoder": "luong", "attention": "general", "input_feeding": False,
+                            "local_window": 4},
+}
+
+
+def run_variant(name: str, settings: dict, args) -> dict:
+    from nmt.data import read_pairs
+    from nmt.evaluation import read_alibi
+    from nmt.export import export_saved_model
+    from nmt.scoring import score_alignments, score_translations
+    from nmt.translator import Translator
+    from nmt.types import DecodeOptions
+    from training.export_run import module_from_run
+    from training.train import run
+
+    run_dir = args.work / name
+    result_file = run_dir / "comparison.json"
+    if result_file.exists():
+        return json.loads(result_file.read_text())
+    overrides = {f"model.{key}": value for key, value in settings.items()}
+    overrides["optim.eval_every"] = args.eval_every
+    run(args.config, run_dir, resume=(run_dir / "config.yaml").exists(), max_time=args.budget,
+        overrides=overrides)
+    export = export_saved_model(module_from_run(run_dir), run_dir / "export", 1, overwrite=True)
+    translator = Translator.load(export)
+    greedy = DecodeOptions(beam_size=1)
+    data = args.data / "anki-fra-eng"
+    summary = json.loads((run_dir / "summary.json").read_text())
+
+    def bleu(split: str) -> float:
+        return score_translations(translator, read_pairs(data / split), greedy).scores.bleu
+
+    result = {
+        "variant": name,
+        "dev_bleu": bleu("dev.tsv"),
+        "test_bleu": bleu("test.tsv"),
+        "aer": score_alignments(translator, read_alibi(args.data / "alibi-enfr-alignments"))
+        .scores.aer,
+        "parameters": summary["parameters"],
+        "tokens_per_second": summary["target_tokens_per_second"],
+        "steps": summary["steps"],
+    }
+    result_file.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=REPO / "training/configs/en-fr.yaml")
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--work", type=Path, default=REPO / "runs" / "compare")
+    parser.add_argument("--budget", default="10m", help="wall clock per variant")
+    parser.add_argument("--eval-every", type=int, default=200)
+    parser.add_argument("--only", help="comma-separated variant names")
+    args = parser.parse_args()
+    names = args.only.split(",") if args.only else list(VARIANTS)
+    unknown = sorted(set(names) - set(VARIANTS))
+    if unknown:
+        parser.error(f"unknown variants {unknown}; known: {sorted(VARIANTS)}")
+    rows = [run_variant(name, VARIANTS[name], args) for name in names]
+    print(f"\nBudget {args.budget} per variant; greedy decoding; BLEU multi-reference.\n")
+    print("| attention | dev BLEU | test BLEU | AER (Alibi) | parameters | target tokens/s "
+          "| steps |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['variant']} | {r['dev_bleu']:.2f} | {r['test_bleu']:.2f} | {r['aer']:.3f} | "
+              f"{r['parameters']:,} | {r['tokens_per_second']:,} | {r['steps']:,} |")
+
+
+if __name__ == "__main__":
+    main()
