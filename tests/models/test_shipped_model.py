@@ -1,0 +1,39 @@
+"""The shipped model loads from the checkout, describes itself and still translates well."""
+
+from pathlib import Path
+
+import pytest
+
+from nmt.data import read_pairs
+from nmt.scoring import score_translations
+from nmt.translator import Translator
+from nmt.types import DecodeOptions
+
+SHIPPED = Path(__file__).resolve().parents[2] / "models" / "en-fr"
+
+
+@pytest.fixture(scope="module")
+def translator() -> Translator:
+    return Translator.load(SHIPPED)
+
+
+def test_translates_an_everyday_sentence_with_its_alignment(translator):
+    [result] = translator.translate(["The cat is black."])
+    assert "chat" in result.text and "noir" in result.text, result.text
+    assert result.alignment.shape == (len(result.target_tokens), len(result.source_tokens))
+    words = result.text.split()
+    assert {t for _, t in result.word_alignment} == set(range(len(words)))
+
+
+def test_metadata_carries_attribution_and_scores(translator):
+    metadata = translator.info.metadata
+    assert "manythings.org/anki" in metadata["attribution"]
+    assert metadata["scores"]["test_bleu"] >= 40.0
+    assert translator.info.version == 1
+
+
+def test_dev_bleu_has_not_regressed(shared_data):
+    """Needs ../shared/data: greedy BLEU on the first 300 dev pairs."""
+    pairs = read_pairs(shared_data / "anki-fra-eng" / "dev.tsv")[:300]
+    report = score_translations(Translator.load(SHIPPED), pairs, DecodeOptions(beam_size=1))
+    assert report.scores.bleu >= 30.0, report.scores
