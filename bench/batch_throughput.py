@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import resource
 import sys
@@ -36,6 +35,7 @@ sys.path.insert(0, str(REPO))
 from batch.engines import LocalEngine, ServerEngine  # noqa: E402
 from batch.job import JobConfig, run_job  # noqa: E402
 from nmt.cli import DEFAULT_MODEL  # noqa: E402
+from nmt.machine import cpu_model  # noqa: E402
 from nmt.types import DecodeOptions  # noqa: E402
 
 ANKI_TEST = REPO / ".." / "shared" / "data" / "anki-fra-eng" / "test.tsv"
@@ -68,16 +68,6 @@ def rss_mb() -> float:
 
 def max_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6  # KiB on Linux
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
 
 
 def measure(name: str, engine, config: JobConfig, trace: bool) -> dict:

@@ -30,19 +30,10 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import tensorflow as tf  # noqa: E402
 
+from nmt.machine import cpu_model  # noqa: E402
 from nmt.translator import Translator  # noqa: E402
 
 DEFAULT_DEV = REPO_ROOT / ".." / "shared" / "data" / "anki-fra-eng" / "dev.tsv"
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def peak_rss_mb() -> float:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -26,19 +25,10 @@ import tensorflow as tf  # noqa: E402
 import yaml  # noqa: E402
 
 from nmt import data as nmt_data  # noqa: E402
+from nmt.machine import cpu_model  # noqa: E402
 from nmt.model import ModelConfig, Seq2Seq, sequence_loss  # noqa: E402
 from nmt.tokenizer import train_tokenizers  # noqa: E402
 from training.config import load_config  # noqa: E402
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
 
 
 def matmul_peak(dtype: tf.DType, n: int = 2048, repeats: int = 20) -> float:

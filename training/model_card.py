@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 from pathlib import Path
+
+from nmt.machine import cpu_model
 
 ATTRIBUTION = "Sentence pairs from www.manythings.org/anki and tatoeba.org (CC-BY 2.0 FR)"
 
@@ -30,16 +31,6 @@ REPRODUCE = (
     "python -m training.model_card --run runs/en-fr --evaluation models/en-fr/evaluation.json \\\n"
     "    --export models/en-fr/1 --out models/en-fr/MODEL_CARD.md",
 )
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
 
 
 def _size_mb(path: Path) -> float:
@@ -115,7 +106,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "") -> str:
         "## Training",
         "",
         f"- {summary['steps']:,} steps ({summary['epochs_completed']} full epochs), "
-        f"{minutes:.0f} minutes of wall clock on {_cpu()} (2 cores, no GPU), "
+        f"{minutes:.0f} minutes of wall clock on {cpu_model()} (2 cores, no GPU), "
         f"TensorFlow {summary['tensorflow']}, Python {summary['python']}."
         + (f" {note}" if note else ""),
         "- Reproduce:",
