@@ -3,9 +3,11 @@
 For every variant below: `nmt train` with the shipped config and the
 variant's model settings for `--budget` of wall clock, export, then dev and
 test BLEU (greedy, multi-reference), AER on the Alibi alignments, parameters
-and training speed. Runs one after another (never two trainings at once on
-a small machine) and prints a Markdown table; finished variants are reused,
-so an interrupted comparison continues where it stopped.
+and training speed. The last variant repeats luong-general in float32, to
+compare bfloat16 and float32 training at equal budget. Runs one after
+another (never two trainings at once on a small machine) and prints a
+Markdown table; finished variants are reused, so an interrupted comparison
+continues where it stopped.
 
     python bench/compare_attention.py --budget 10m [--only luong-general,bahdanau]
 """
@@ -31,6 +33,9 @@ VARIANTS = {
     "luong-general": {"decoder": "luong", "attention": "general", "input_feeding": False},
     "luong-general-local": {"decoder": "luong", "attention": "general", "input_feeding": False,
                             "local_window": 4},
+    # Same model as luong-general, trained in float32: bfloat16 vs float32 at equal budget.
+    "luong-general-float32": {"decoder": "luong", "attention": "general", "input_feeding": False,
+                              "optim.precision": "float32"},
 }
 
 
@@ -48,7 +53,8 @@ def run_variant(name: str, settings: dict, args) -> dict:
     result_file = run_dir / "comparison.json"
     if result_file.exists():
         return json.loads(result_file.read_text())
-    overrides = {f"model.{key}": value for key, value in settings.items()}
+    # Bare keys are model settings; dotted keys name their config section.
+    overrides = {key if "." in key else f"model.{key}": value for key, value in settings.items()}
     overrides["optim.eval_every"] = args.eval_every
     run(args.config, run_dir, resume=(run_dir / "config.yaml").exists(), max_time=args.budget,
         overrides=overrides)
