@@ -1,7 +1,8 @@
 """Which attention is best here? Trains each mechanism for the same budget and scores it.
 
-For every variant below: `nmt train` with the shipped config and the
-variant's model settings for `--budget` of wall clock, export, then dev and
+For every variant below: `nmt train` with the shipped config, the `--set`
+overrides common to all runs and the variant's model settings for `--budget`
+of wall clock, export, then dev and
 test BLEU (greedy, multi-reference), AER on the Alibi alignments, parameters
 and training speed. The last variant repeats luong-general in float32, to
 compare bfloat16 and float32 training at equal budget. Runs one after
@@ -9,7 +10,8 @@ another (never two trainings at once on a small machine) and prints a
 Markdown table; finished variants are reused, so an interrupted comparison
 continues where it stopped.
 
-    python bench/compare_attention.py --budget 10m [--only luong-general,bahdanau]
+    python bench/compare_attention.py --budget 10m [--only luong-general,bahdanau] \
+        [--set optim.max_tokens=1500 --set optim.warmup_steps=200]
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import json
 import os
 import sys
 from pathlib import Path
+
+import yaml
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
@@ -54,8 +58,9 @@ def run_variant(name: str, settings: dict, args) -> dict:
     if result_file.exists():
         return json.loads(result_file.read_text())
     # Bare keys are model settings; dotted keys name their config section.
-    overrides = {key if "." in key else f"model.{key}": value for key, value in settings.items()}
-    overrides["optim.eval_every"] = args.eval_every
+    overrides = {"optim.eval_every": args.eval_every, **args.overrides}
+    overrides.update({key if "." in key else f"model.{key}": value
+                      for key, value in settings.items()})
     run(args.config, run_dir, resume=(run_dir / "config.yaml").exists(), max_time=args.budget,
         overrides=overrides)
     export = export_saved_model(module_from_run(run_dir), run_dir / "export", 1, overwrite=True)
@@ -89,13 +94,19 @@ def main() -> None:
     parser.add_argument("--budget", default="10m", help="wall clock per variant")
     parser.add_argument("--eval-every", type=int, default=200)
     parser.add_argument("--only", help="comma-separated variant names")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="a config value for every variant, e.g. optim.max_tokens=1500")
     args = parser.parse_args()
+    pairs = (item.partition("=") for item in args.set)
+    args.overrides = {key: yaml.safe_load(value) for key, _, value in pairs}
     names = args.only.split(",") if args.only else list(VARIANTS)
     unknown = sorted(set(names) - set(VARIANTS))
     if unknown:
         parser.error(f"unknown variants {unknown}; known: {sorted(VARIANTS)}")
     rows = [run_variant(name, VARIANTS[name], args) for name in names]
-    print(f"\nBudget {args.budget} per variant; greedy decoding; BLEU multi-reference.\n")
+    settings = "".join(f"; {key}={value}" for key, value in args.overrides.items())
+    print(f"\nBudget {args.budget} per variant{settings}; greedy decoding; "
+          "BLEU multi-reference.\n")
     print("| attention | dev BLEU | test BLEU | AER (Alibi) | parameters | target tokens/s "
           "| steps |")
     print("|---|---:|---:|---:|---:|---:|---:|")
