@@ -22,8 +22,6 @@ import os
 import sys
 from pathlib import Path
 
-import yaml
-
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -97,8 +95,12 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="a config value for every variant, e.g. optim.max_tokens=1500")
     args = parser.parse_args()
-    pairs = (item.partition("=") for item in args.set)
-    args.overrides = {key: yaml.safe_load(value) for key, _, value in pairs}
+    from training.config import parse_overrides
+
+    try:
+        args.overrides = parse_overrides(args.set)
+    except ValueError as error:
+        parser.error(str(error))
     names = args.only.split(",") if args.only else list(VARIANTS)
     unknown = sorted(set(names) - set(VARIANTS))
     if unknown:

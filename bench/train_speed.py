@@ -22,13 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
-import yaml  # noqa: E402
 
 from nmt import data as nmt_data  # noqa: E402
 from nmt.machine import cpu_model  # noqa: E402
 from nmt.model import ModelConfig, Seq2Seq, sequence_loss  # noqa: E402
 from nmt.tokenizer import train_tokenizers  # noqa: E402
-from training.config import load_config  # noqa: E402
+from training.config import load_config, parse_overrides  # noqa: E402
 
 
 def matmul_peak(dtype: tf.DType, n: int = 2048, repeats: int = 20) -> float:
@@ -74,8 +73,7 @@ def main() -> None:
                         help="override a config value, e.g. model.input_feeding=true")
     args = parser.parse_args()
 
-    overrides = {k: yaml.safe_load(v) for k, _, v in (item.partition("=") for item in args.set)}
-    cfg = load_config(args.config, overrides)
+    cfg = load_config(args.config, parse_overrides(args.set))
     precision = args.precision or cfg.optim.precision
     pairs = nmt_data.read_pairs(cfg.data.train)[: args.pairs]
     tokenizers = train_tokenizers(pairs, cfg.tokenizer.vocab_size, joint=cfg.tokenizer.joint)

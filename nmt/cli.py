@@ -24,25 +24,12 @@ def _add_train(sub) -> None:
     p.set_defaults(func=_train)
 
 
-def _parse_overrides(items: list[str]) -> dict:
-    import yaml
-
-    overrides = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or "." not in key:
-            raise ValueError(
-                f"--set takes SECTION.KEY=VALUE, e.g. optim.max_steps=100. Received: {item!r}"
-            )
-        overrides[key] = yaml.safe_load(value)
-    return overrides
-
-
 def _train(args) -> int:
+    from training.config import parse_overrides
     from training.train import run
 
     run(args.config, args.run, resume=args.resume, max_time=args.max_time,
-        overrides=_parse_overrides(args.set))
+        overrides=parse_overrides(args.set))
     return 0
 
 

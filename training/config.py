@@ -91,6 +91,19 @@ def _section(cls, values: dict | None, where: str):
     return cls(**values)
 
 
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """`--set SECTION.KEY=VALUE` arguments as overrides; values are read as YAML."""
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or "." not in key:
+            raise ValueError(
+                f"--set takes SECTION.KEY=VALUE, e.g. optim.max_steps=100. Received: {item!r}"
+            )
+        overrides[key] = yaml.safe_load(value)
+    return overrides
+
+
 def read_raw_config(path: str | Path, overrides: dict[str, Any] | None = None) -> dict:
     """The YAML mapping with `overrides` (`section.key` -> value) applied and the
     data paths made absolute, ready to be written into a run directory."""
