@@ -31,6 +31,9 @@ bench: $(STAMP)
 	$(PY) bench/batch_throughput.py --lines 20000 --serve
 	$(PY) bench/train_speed.py --config training/configs/en-fr.yaml
 
-# Rebuild the shipped SavedModel from what is committed (after an export-format change).
+# Rebuild the shipped SavedModel (its highest version) from what is committed, after an
+# export-format change.
+SHIPPED_VERSION := $(shell ls models/en-fr | grep -E '^[0-9]+$$' | sort -n | tail -n 1)
 export: $(STAMP)
-	$(PY) -m nmt.cli export --from-export models/en-fr/1 --out models/en-fr --version 1 --overwrite
+	$(PY) -m nmt.cli export --from-export models/en-fr/$(SHIPPED_VERSION) --out models/en-fr \
+	    --version $(SHIPPED_VERSION) --overwrite

@@ -103,8 +103,9 @@ class ModelConfig:
         return dataclasses.asdict(self)
 
     def describe(self) -> str:
-        """Short human-readable name, e.g. `luong-general+feed`."""
-        name = f"{self.decoder}-{self.attention}"
+        """Short human-readable name, e.g. `luong-general+feed` or `bahdanau`."""
+        same = self.decoder == self.attention  # Bahdanau's decoder with its own score
+        name = self.decoder if same else f"{self.decoder}-{self.attention}"
         if self.normalize:
             name += "-normalized"
         if self.local_window is not None:

@@ -18,19 +18,22 @@ from nmt.machine import cpu_model
 
 ATTRIBUTION = "Sentence pairs from www.manythings.org/anki and tatoeba.org (CC-BY 2.0 FR)"
 
-# The commands that produced the shipped model and its scores (run from the repo root,
-# with ../shared/data beside the checkout).
-REPRODUCE = (
-    "nmt train --config training/configs/en-fr.yaml --run runs/en-fr",
-    "nmt export --run runs/en-fr --out models/en-fr --version 1 \\\n"
-    "    --metadata training/configs/en-fr.metadata.json",
-    "nmt evaluate --model models/en-fr --test ../shared/data/anki-fra-eng/test.tsv \\\n"
-    "    --alibi ../shared/data/alibi-enfr-alignments --json models/en-fr/evaluation.json",
-    "nmt export --from-export models/en-fr/1 --out models/en-fr --version 1 --overwrite \\\n"
-    "    --metadata models/en-fr/evaluation.json   # scores into the model's metadata",
-    "python -m training.model_card --run runs/en-fr --evaluation models/en-fr/evaluation.json \\\n"
-    "    --export models/en-fr/1 --out models/en-fr/MODEL_CARD.md",
-)
+def reproduce(version: str) -> tuple[str, ...]:
+    """The commands that produce export `version` and its scores (from the repo root,
+    with ../shared/data beside the checkout)."""
+    export = f"models/en-fr/{version}"
+    return (
+        "nmt train --config training/configs/en-fr.yaml --run runs/en-fr",
+        f"nmt export --run runs/en-fr --out models/en-fr --version {version} \\\n"
+        "    --metadata training/configs/en-fr.metadata.json",
+        "nmt evaluate --model models/en-fr --test ../shared/data/anki-fra-eng/test.tsv \\\n"
+        "    --alibi ../shared/data/alibi-enfr-alignments --json models/en-fr/evaluation.json",
+        f"nmt export --from-export {export} --out models/en-fr --version {version} --overwrite \\\n"
+        "    --metadata models/en-fr/evaluation.json   # scores into the model's metadata",
+        "python -m training.model_card --run runs/en-fr \\\n"
+        f"    --evaluation models/en-fr/evaluation.json --export {export} \\\n"
+        "    --out models/en-fr/MODEL_CARD.md",
+    )
 
 
 def _size_mb(path: Path) -> float:
@@ -112,7 +115,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "") -> str:
         "- Reproduce:",
         "",
         "```sh",
-        *REPRODUCE,
+        *reproduce(export.name),
         "```",
         "",
         "- Config (`training/configs/en-fr.yaml`, paths resolved):",

@@ -28,8 +28,9 @@ def test_translates_an_everyday_sentence_with_its_alignment(translator):
 def test_metadata_carries_attribution_and_scores(translator):
     metadata = translator.info.metadata
     assert "manythings.org/anki" in metadata["attribution"]
-    assert metadata["scores"]["test_bleu"] >= 40.0
-    assert translator.info.version == 1
+    assert metadata["scores"]["test_bleu"] >= 45.0
+    assert translator.info.version == 2
+    assert translator.info.attention == "bahdanau"
 
 
 def test_dev_bleu_has_not_regressed(shared_data):

@@ -290,6 +290,39 @@ def test_shipped_architecture_weight_order_is_stable():
     assert all(shape is None or got[i][1] == shape for i, (_, shape) in enumerate(names))
 
 
+def test_shipped_bahdanau_weight_order_is_stable():
+    # The same guard for the shipped model since version 2 (Bahdanau decoder and score).
+    model = shared_model(decoder="bahdanau", attention="bahdanau", share_embeddings=True,
+                         tie_embeddings=True)
+    lstm = [("kernel", None), ("recurrent_kernel", None), ("bias", None)]
+    names = [("embeddings", (VOCAB, EMB))]
+    names += lstm * 4  # two bidirectional encoder layers
+    names += [("v", (8,)), ("kernel", (HIDDEN, 8)), ("kernel", (HIDDEN, 8))]  # v, W_1, W_2
+    names += [("bias", (VOCAB,))]  # output projection (its kernel is the tied embedding)
+    names += lstm + [("kernel", (HIDDEN, 2 * HIDDEN)), ("bias", (2 * HIDDEN,))]  # LSTM, bridge
+    names += [("kernel", (HIDDEN + HIDDEN + EMB, EMB)), ("bias", (EMB,))]  # deep output
+    got = [(w.path.split("/")[-1], tuple(w.shape)) for w in model.weights]
+    assert [n for n, _ in got] == [n for n, _ in names]
+    assert all(shape is None or got[i][1] == shape for i, (_, shape) in enumerate(names))
+
+
+@pytest.mark.parametrize(
+    "overrides, name",
+    [
+        ({"attention": "general", "input_feeding": False}, "luong-general"),
+        ({"attention": "dot", "input_feeding": True}, "luong-dot+feed"),
+        ({"attention": "general", "local_window": 4, "input_feeding": False},
+         "luong-general-local4"),
+        ({"decoder": "bahdanau", "attention": "bahdanau"}, "bahdanau"),
+        ({"decoder": "bahdanau", "attention": "bahdanau", "normalize": True},
+         "bahdanau-normalized"),
+        ({"decoder": "bahdanau", "attention": "general"}, "bahdanau-general"),
+    ],
+)
+def test_describe_names_the_configuration(overrides, name):
+    assert tiny_config(**overrides).describe() == name
+
+
 # --------------------------------------------------------------------------- config
 
 

@@ -17,7 +17,7 @@ def test_card_reports_measured_figures(tmp_path):
         + "\n"
     )
     (run / "config.yaml").write_text("name: en-fr\n")
-    export = tmp_path / "models" / "1"
+    export = tmp_path / "models" / "3"
     (export / "assets.extra").mkdir(parents=True)
     (export / "assets.extra" / "nmt_metadata.json").write_text(json.dumps({
         "attention": "luong-general",
@@ -39,3 +39,4 @@ def test_card_reports_measured_figures(tmp_path):
     assert "1,234 steps" in card and "90 minutes" in card
     assert ATTRIBUTION in card
     assert "nmt train --config training/configs/en-fr.yaml" in card
+    assert "--version 3" in card and "--from-export models/en-fr/3" in card
