@@ -1,7 +1,7 @@
 """Writes `MODEL_CARD.md` for an exported model from the files that measured it.
 
     python -m training.model_card --run runs/en-fr --evaluation evaluation.json \
-        --export models/en-fr/1 --out models/en-fr/MODEL_CARD.md
+        --export models/en-fr/2 --out models/en-fr/MODEL_CARD.md
 
 Every figure in the card is read from the run's `summary.json` and
 `history.jsonl`, the JSON written by `nmt evaluate --json`, and the export's
