@@ -31,9 +31,7 @@ bench: $(STAMP)
 	$(PY) bench/batch_throughput.py --lines 20000 --serve
 	$(PY) bench/train_speed.py --config training/configs/en-fr.yaml
 
-# Rebuild the shipped SavedModel (its highest version) from what is committed, after an
-# export-format change.
-SHIPPED_VERSION := $(shell ls models/en-fr | grep -E '^[0-9]+$$' | sort -n | tail -n 1)
+# Rebuild the shipped SavedModel (its highest version, in place) from what is committed,
+# after an export-format change.
 export: $(STAMP)
-	$(PY) -m nmt.cli export --from-export models/en-fr/$(SHIPPED_VERSION) --out models/en-fr \
-	    --version $(SHIPPED_VERSION) --overwrite
+	$(PY) -m nmt.cli export --from-export models/en-fr --out models/en-fr --overwrite

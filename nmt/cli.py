@@ -37,9 +37,13 @@ def _add_export(sub) -> None:
     p = sub.add_parser("export", help="export a SavedModel (TF Serving layout)")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--run", help="training run directory (uses its best dev checkpoint)")
-    source.add_argument("--from-export", help="an existing <base>/<version> to re-export")
+    source.add_argument("--from-export",
+                        help="an existing <base>/<version>, or a <base> (its highest version), "
+                             "to re-export")
     p.add_argument("--out", required=True, help="base directory, e.g. models/en-fr")
-    p.add_argument("--version", type=int, required=True, help="version number (a new directory)")
+    p.add_argument("--version", type=int,
+                   help="version number (a new directory); with --from-export, defaults to "
+                        "the version re-exported")
     p.add_argument("--metadata", help="JSON file of extra metadata (scores, attribution)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing version (e.g. re-export after a format change)")
@@ -50,15 +54,24 @@ def _export(args) -> int:
     import json
 
     from nmt.export import export_saved_model, module_from_export
+    from nmt.translator import resolve_version_dir
     from training.export_run import module_from_run
 
     extra = json.loads(Path(args.metadata).read_text()) if args.metadata else {}
+    version = args.version
     if args.run:
+        if version is None:
+            raise ValueError("--version is required with --run, e.g. --version 3")
         module = module_from_run(Path(args.run), extra)
     else:
-        module = module_from_export(args.from_export)
+        source = resolve_version_dir(args.from_export)
+        if version is None:
+            if not source.name.isdigit():
+                raise ValueError(f"{source} is not a numbered version: pass --version N")
+            version = int(source.name)
+        module = module_from_export(source)
         module.metadata.update(extra)
-    path = export_saved_model(module, args.out, args.version, overwrite=args.overwrite)
+    path = export_saved_model(module, args.out, version, overwrite=args.overwrite)
     print(path)
     return 0
 

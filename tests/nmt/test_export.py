@@ -333,3 +333,19 @@ def test_overwrite_replaces_a_version_without_partial_directories(module, tmp_pa
     assert again == first
     assert (again / "saved_model.pb").stat().st_mtime_ns >= stamp
     assert sorted(p.name for p in base.iterdir()) == ["1"], "staging directories are cleaned up"
+
+
+def test_cli_reexports_the_highest_version_of_a_base_directory(exports, tmp_path):
+    from nmt.cli import main
+
+    base = exports["reexported"].parent  # versions 1 and 2
+    assert main(["export", "--from-export", str(base), "--out", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["2"]
+    assert (tmp_path / "2" / "saved_model.pb").exists()
+
+
+def test_cli_export_from_a_run_needs_a_version(tmp_path, capsys):
+    from nmt.cli import main
+
+    assert main(["export", "--run", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    assert "--version is required" in capsys.readouterr().err

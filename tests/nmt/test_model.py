@@ -274,6 +274,13 @@ def test_shared_embeddings_are_one_matrix():
     assert separate.count_params() - shared.count_params() == VOCAB * EMB
 
 
+def assert_weight_order(model: Seq2Seq, names: list) -> None:
+    """`model.weights` in this order of (variable name, shape or None for any shape)."""
+    got = [(w.path.split("/")[-1], tuple(w.shape)) for w in model.weights]
+    assert [n for n, _ in got] == [n for n, _ in names]
+    assert all(shape is None or got[i][1] == shape for i, (_, shape) in enumerate(names))
+
+
 def test_shipped_architecture_weight_order_is_stable():
     # Training checkpoints store `list(model.weights)` by position, so a change
     # here breaks restoring runs of the shipped (Luong general, no input
@@ -285,9 +292,7 @@ def test_shipped_architecture_weight_order_is_stable():
     names += [("kernel", (HIDDEN, HIDDEN)), ("bias", (VOCAB,))]  # attention W_a, projection
     names += lstm + [("kernel", (HIDDEN, 2 * HIDDEN)), ("bias", (2 * HIDDEN,))]  # LSTM, bridge
     names += [("kernel", (2 * HIDDEN, EMB))]  # W_c
-    got = [(w.path.split("/")[-1], tuple(w.shape)) for w in model.weights]
-    assert [n for n, _ in got] == [n for n, _ in names]
-    assert all(shape is None or got[i][1] == shape for i, (_, shape) in enumerate(names))
+    assert_weight_order(model, names)
 
 
 def test_shipped_bahdanau_weight_order_is_stable():
@@ -301,9 +306,7 @@ def test_shipped_bahdanau_weight_order_is_stable():
     names += [("bias", (VOCAB,))]  # output projection (its kernel is the tied embedding)
     names += lstm + [("kernel", (HIDDEN, 2 * HIDDEN)), ("bias", (2 * HIDDEN,))]  # LSTM, bridge
     names += [("kernel", (HIDDEN + HIDDEN + EMB, EMB)), ("bias", (EMB,))]  # deep output
-    got = [(w.path.split("/")[-1], tuple(w.shape)) for w in model.weights]
-    assert [n for n, _ in got] == [n for n, _ in names]
-    assert all(shape is None or got[i][1] == shape for i, (_, shape) in enumerate(names))
+    assert_weight_order(model, names)
 
 
 @pytest.mark.parametrize(
