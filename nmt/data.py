@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import tensorflow as tf
 
+from nmt.guided_alignment import gold_alignment_matrix
 from nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 if TYPE_CHECKING:
@@ -164,10 +165,25 @@ def clean_pairs(
         `(kept_pairs, stats)`; kept pairs are in input order, with runs of
         whitespace (including non-breaking spaces) collapsed to one space.
     """
+    kept, _, stats = clean_pairs_with_indices(pairs, config)
+    return kept, stats
+
+
+def clean_pairs_with_indices(
+    pairs: Iterable[Pair], config: CleaningConfig = CleaningConfig()
+) -> tuple[list[Pair], np.ndarray, CleaningStats]:
+    """`clean_pairs`, also returning the input index of every kept pair.
+
+    Returns:
+        `(kept_pairs, indices, stats)`: `indices` is int64 `(len(kept_pairs),)`,
+        so that data given line by line for the input pairs (alignments)
+        can follow the pairs that were kept.
+    """
     counts = dict.fromkeys(("kept", "too_long", "ratio", "empty", "duplicates"), 0)
     seen: set[Pair] = set()
     kept: list[Pair] = []
-    for source, target in pairs:
+    indices: list[int] = []
+    for index, (source, target) in enumerate(pairs):
         source_words, target_words = source.split(), target.split()
         pair = (" ".join(source_words), " ".join(target_words))
         reason = _drop_reason(len(source_words), len(target_words), config)
@@ -177,7 +193,8 @@ def clean_pairs(
         if reason is None:
             seen.add(pair)
             kept.append(pair)
-    return kept, CleaningStats(**counts)
+            indices.append(index)
+    return kept, np.asarray(indices, dtype=np.int64), CleaningStats(**counts)
 
 
 def _drop_reason(source_len: int, target_len: int, config: CleaningConfig) -> str | None:
@@ -266,12 +283,16 @@ class EncodedCorpus:
         indices: `(num_pairs,)` int64, the index of each kept pair in the
             pairs given to `encode_pairs`.
         dropped: pairs left out because a side was longer than allowed.
+        alignments: for guided alignment, each pair's links as the flat
+            list `[i0, j0, i1, j1, ...]` of (source piece, target piece)
+            positions (see `nmt.guided_alignment`); None without guidance.
     """
 
     source: RaggedIds
     target: RaggedIds
     indices: np.ndarray
     dropped: int = 0
+    alignments: RaggedIds | None = None
 
     def __post_init__(self) -> None:
         if not len(self.source) == len(self.target) == len(self.indices):
@@ -279,14 +300,26 @@ class EncodedCorpus:
                 "source, target and indices must have the same length. Received: "
                 f"{len(self.source)}, {len(self.target)}, {len(self.indices)}"
             )
+        if self.alignments is not None and len(self.alignments) != len(self.source):
+            raise ValueError(
+                "alignments must have one row per pair. Received: "
+                f"{len(self.alignments)} rows for {len(self.source)} pairs"
+            )
+
+    def with_alignments(self, alignments: RaggedIds) -> EncodedCorpus:
+        """The same corpus with guided-alignment links, one row per pair."""
+        return dataclasses.replace(self, alignments=alignments)
 
     def __len__(self) -> int:
         return len(self.source)
 
     @functools.cached_property
-    def _tensors(self) -> tuple[tf.RaggedTensor, tf.RaggedTensor]:
+    def _tensors(self) -> tuple[tf.RaggedTensor, ...]:
         # Built once and reused by every epoch's dataset.
-        return self.source.to_tensor(), self.target.to_tensor()
+        tensors = (self.source.to_tensor(), self.target.to_tensor())
+        if self.alignments is not None:
+            tensors += (self.alignments.to_tensor(),)
+        return tensors
 
 
 def encode_pairs(
@@ -430,7 +463,10 @@ def make_train_dataset(
         A `tf.data.Dataset` of `((source, target_in), target_out)`: source
         `(batch, S)` int32 ending with EOS, target_in `(batch, T)` =
         BOS + target, target_out `(batch, T)` = target + EOS, all padded with
-        `PAD_ID` to the batch's longest sequence. Its cardinality is known.
+        `PAD_ID` to the batch's longest sequence. When the corpus has
+        alignments, each element has a third member, the float32 gold
+        alignment `(batch, T, S)` of `nmt.guided_alignment`. Its cardinality
+        is known.
     """
     _check_batching(skip_batches=skip_batches)
     batches = plan_epoch(
@@ -473,7 +509,8 @@ def _batches_dataset(corpus: EncodedCorpus, batches: list[np.ndarray]) -> tf.dat
     sizes = np.array([len(b) for b in batches], dtype=np.int64)
     starts = np.cumsum(sizes) - sizes
     order = tf.constant(np.concatenate(batches) if batches else np.zeros(0, np.int64))
-    source_ids, target_ids = corpus._tensors
+    source_ids, target_ids = corpus._tensors[:2]
+    links = corpus._tensors[2] if corpus.alignments is not None else None
 
     def make_batch(start, size):
         index = order[start : start + size]  # (batch,)
@@ -483,10 +520,15 @@ def _batches_dataset(corpus: EncodedCorpus, batches: list[np.ndarray]) -> tf.dat
         eos = tf.RaggedTensor.from_tensor(tf.fill([size, 1], EOS_ID))  # (batch, 1)
         target_in = tf.concat([bos, target], axis=1)  # (batch, None)
         target_out = tf.concat([target, eos], axis=1)  # (batch, None)
-        return (
-            (source.to_tensor(PAD_ID), target_in.to_tensor(PAD_ID)),  # (batch, S), (batch, T)
-            target_out.to_tensor(PAD_ID),  # (batch, T)
-        )
+        source = source.to_tensor(PAD_ID)  # (batch, S)
+        target_out = target_out.to_tensor(PAD_ID)  # (batch, T)
+        element = ((source, target_in.to_tensor(PAD_ID)), target_out)
+        if links is None:
+            return element
+        gold = gold_alignment_matrix(
+            tf.gather(links, index), tf.shape(target_out)[1], tf.shape(source)[1]
+        )  # (batch, T, S)
+        return element + (gold,)
 
     dataset = tf.data.Dataset.from_tensor_slices((starts, sizes))
     dataset = dataset.map(make_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

@@ -10,6 +10,8 @@ from typing import Any
 import yaml
 
 from nmt.data import CleaningConfig
+from nmt.guided_alignment import GUIDED_ALIGNMENT_TYPES
+from training.corpus_alignment import SYMMETRIZATIONS
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
@@ -23,6 +25,9 @@ class DataConfig:
     dev_limit: int = 0  # evaluate on the first N dev pairs only (0 = all)
     cleaning: CleaningConfig = CleaningConfig()
     max_tokens_per_sentence: int = 100
+    # Pharaoh links on the model's pieces, one line per training pair (guided
+    # alignment); None: `nmt train` aligns the corpus itself when guidance is on.
+    train_alignments: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,16 +53,57 @@ class OptimConfig:
     eval_every: int = 500
     patience: int = 8  # evaluations without a better dev BLEU before stopping
     log_every: int = 20
+    keep_checkpoints: int = 2  # latest checkpoints kept (`nmt export --average N` reads them)
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
             raise ValueError(
                 f"precision must be one of {PRECISIONS}. Received: precision={self.precision!r}"
             )
-        for name in ("max_tokens", "checkpoint_every", "eval_every", "log_every", "patience"):
+        for name in ("max_tokens", "checkpoint_every", "eval_every", "log_every", "patience",
+                     "keep_checkpoints"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1. Received: {name}={getattr(self, name)!r}")
         parse_duration(self.max_time)
+
+
+@dataclasses.dataclass(frozen=True)
+class GuidedAlignmentConfig:
+    """Guided alignment: an added loss pulling attention towards word alignments.
+
+    Attributes:
+        type: `"none"`, `"ce"` or `"mse"` (see `nmt.guided_alignment`).
+        weight: the loss is `translation + weight * alignment`.
+        symmetrization: how `nmt train` / `nmt align-corpus` combine eflomal's
+            two directions when they align the corpus themselves.
+    """
+
+    type: str = "none"
+    weight: float = 0.0
+    symmetrization: str = "intersection"
+
+    def __post_init__(self) -> None:
+        if self.type not in ("none", *GUIDED_ALIGNMENT_TYPES):
+            raise ValueError(
+                f"guided_alignment.type must be one of {('none', *GUIDED_ALIGNMENT_TYPES)}. "
+                f"Received: type={self.type!r}"
+            )
+        if isinstance(self.weight, bool) or not isinstance(self.weight, (int, float)) or (
+            self.weight < 0 or (self.enabled and self.weight == 0)
+        ):
+            raise ValueError(
+                "guided_alignment.weight must be a number > 0 when type is ce or mse "
+                f"(>= 0 otherwise). Received: weight={self.weight!r}"
+            )
+        if self.symmetrization not in SYMMETRIZATIONS:
+            raise ValueError(
+                f"guided_alignment.symmetrization must be one of {SYMMETRIZATIONS}. "
+                f"Received: symmetrization={self.symmetrization!r}"
+            )
+
+    @property
+    def enabled(self) -> bool:
+        return self.type != "none"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +113,7 @@ class TrainConfig:
     tokenizer: TokenizerConfig
     model: dict[str, Any]
     optim: OptimConfig
+    guided_alignment: GuidedAlignmentConfig = GuidedAlignmentConfig()
 
 
 def parse_duration(text: str | int | float) -> float:
@@ -119,6 +166,8 @@ def read_raw_config(path: str | Path, overrides: dict[str, Any] | None = None) -
         if key not in data:
             raise ValueError(f"{path}: 'data.{key}' (a TSV of English<TAB>French) is required")
         data[key] = str((path.parent / data[key]).resolve())
+    if data.get("train_alignments"):
+        data["train_alignments"] = str((path.parent / data["train_alignments"]).resolve())
     raw["data"] = data
     raw.setdefault("name", path.stem)
     return raw
@@ -135,4 +184,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
         tokenizer=_section(TokenizerConfig, raw.get("tokenizer"), "tokenizer"),
         model=dict(raw.get("model") or {}),
         optim=_section(OptimConfig, raw.get("optim"), "optim"),
+        guided_alignment=_section(
+            GuidedAlignmentConfig, raw.get("guided_alignment"), "guided_alignment"
+        ),
     )

@@ -4,6 +4,8 @@ A run directory holds everything a run needs to resume or be exported:
 
     <run>/config.yaml       the config used
     <run>/tokenizer/        SentencePiece models
+    <run>/alignments.txt    piece links of the training pairs (guided alignment without
+                            a data.train_alignments file)
     <run>/checkpoints/      latest training state (weights, optimizer, position)
     <run>/best/             weights with the best dev BLEU so far
     <run>/logs/             TensorBoard events
@@ -12,6 +14,7 @@ A run directory holds everything a run needs to resume or be exported:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -27,13 +30,17 @@ import yaml
 from nmt import data as nmt_data
 from nmt.evaluation import corpus_scores, group_references
 from nmt.export import TranslationModule
+from nmt.guided_alignment import guided_alignment_loss
 from nmt.model import ModelConfig, Seq2Seq, sequence_loss
 from nmt.tokenizer import TokenizerPair, train_tokenizers
+from training import corpus_alignment
 from training.config import TrainConfig, parse_duration
 from training.progress import Progress
 from training.strategy import pick_strategy
 
 log = logging.getLogger("nmt.train")
+
+ALIGNMENTS_FILE = "alignments.txt"
 
 
 class WarmupInverseSqrt(keras.optimizers.schedules.LearningRateSchedule):
@@ -65,17 +72,42 @@ def prepare_tokenizers(cfg: TrainConfig, run_dir: Path, pairs) -> TokenizerPair:
 
 
 def load_corpora(cfg: TrainConfig, run_dir: Path):
-    """-> (tokenizers, encoded train corpus, dev pairs)."""
-    pairs, stats = nmt_data.clean_pairs(nmt_data.read_pairs(cfg.data.train), cfg.data.cleaning)
+    """-> (tokenizers, encoded train corpus, dev pairs); the corpus carries
+    guided-alignment links when the config asks for them."""
+    raw_pairs = nmt_data.read_pairs(cfg.data.train)
+    pairs, kept, stats = nmt_data.clean_pairs_with_indices(raw_pairs, cfg.data.cleaning)
     log.info("train pairs kept %d (%s)", stats.kept, stats)
     tokenizers = prepare_tokenizers(cfg, run_dir, pairs)
     corpus = nmt_data.encode_pairs(
         pairs, tokenizers, max_tokens_per_sentence=cfg.data.max_tokens_per_sentence
     )
+    if cfg.guided_alignment.enabled:
+        path = prepare_alignments(cfg, run_dir, raw_pairs, tokenizers)
+        alignments = corpus_alignment.read_training_alignments(path, len(raw_pairs))
+        corpus = corpus.with_alignments(corpus_alignment.corpus_links(
+            alignments, kept[corpus.indices], corpus.source.lengths - 1,
+            corpus.target.lengths, path,
+        ))
     dev = nmt_data.read_pairs(cfg.data.dev)
     if cfg.data.dev_limit:
         dev = dev[: cfg.data.dev_limit]
     return tokenizers, corpus, dev
+
+
+def prepare_alignments(cfg: TrainConfig, run_dir: Path, raw_pairs, tokenizers) -> Path:
+    """The Pharaoh file of the training pairs: the config's, or the run's own
+    `alignments.txt`, made with eflomal on first use."""
+    if cfg.data.train_alignments:
+        return Path(cfg.data.train_alignments)
+    path = run_dir / ALIGNMENTS_FILE
+    if not path.exists():
+        method = cfg.guided_alignment.symmetrization
+        started = time.time()
+        links = corpus_alignment.align_pairs(raw_pairs, tokenizers, method)
+        corpus_alignment.write_alignments(path, links)
+        log.info("aligned %d training pairs (%s) in %.0fs -> %s", len(raw_pairs), method,
+                 time.time() - started, path)
+    return path
 
 
 def model_config(cfg: TrainConfig, tokenizers: TokenizerPair) -> ModelConfig:
@@ -114,7 +146,9 @@ class Trainer:
             weights=list(self.model.weights), optimizer=list(self.optimizer.variables),
             rng=self.rng, **self.state,
         )
-        self.manager = tf.train.CheckpointManager(self.checkpoint, run_dir / "checkpoints", 2)
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, run_dir / "checkpoints", cfg.optim.keep_checkpoints
+        )
         self.best = tf.train.Checkpoint(weights=list(self.model.weights))
         self.writer = tf.summary.create_file_writer(str(run_dir / "logs"))
         self.module = TranslationModule(self.model, tokenizers)
@@ -131,20 +165,31 @@ class Trainer:
     # --- one step -------------------------------------------------------------------
 
     @tf.function(reduce_retracing=True)
-    def _train_step(self, inputs, target_out):
-        def replica_step(inputs, target_out):
+    def _train_step(self, inputs, target_out, gold=None):
+        """One update -> (translation loss, alignment loss); the second is 0
+        without guidance (`gold` is None)."""
+        guide = self.cfg.guided_alignment
+
+        def replica_step(inputs, target_out, gold):
             with tf.GradientTape() as tape:
-                logits, _ = self.model(inputs, training=True)
+                logits, attention = self.model(inputs, training=True)
                 loss = sequence_loss(target_out, logits, self.model.config.label_smoothing)
-                scaled = loss / self.strategy.num_replicas_in_sync
+                align_loss = tf.constant(0.0)
+                if gold is not None:
+                    align_loss = guided_alignment_loss(attention, gold, guide.type)
+                total = loss + guide.weight * align_loss
+                scaled = total / self.strategy.num_replicas_in_sync
                 if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
                     scaled = self.optimizer.scale_loss(scaled)
             grads = tape.gradient(scaled, self.model.trainable_variables)
             self.optimizer.apply(grads, self.model.trainable_variables)
-            return loss
+            return loss, align_loss
 
-        losses = self.strategy.run(replica_step, args=(inputs, target_out))
-        return self.strategy.reduce(tf.distribute.ReduceOp.MEAN, losses, axis=None)
+        losses = self.strategy.run(replica_step, args=(inputs, target_out, gold))
+        return tuple(
+            self.strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
+            for value in losses
+        )
 
     # --- evaluation -----------------------------------------------------------------
 
@@ -231,11 +276,11 @@ class Trainer:
             self.corpus, max_tokens=o.max_tokens, seed=o.seed, epoch=int(self.state["epoch"]),
             skip_batches=int(self.state["batch_in_epoch"]),
         )
-        for inputs, target_out in dataset:
+        for inputs, target_out, *gold in dataset:
             reason = self._should_stop(started, budget)
             if reason:
                 return reason
-            loss = float(self._train_step(inputs, target_out))
+            loss, align_loss = (float(v) for v in self._train_step(inputs, target_out, *gold))
             if not math.isfinite(loss):
                 raise FloatingPointError(
                     f"loss became {loss} at step {int(self.state['step'])}; lower "
@@ -250,6 +295,8 @@ class Trainer:
             with self.writer.as_default():
                 tf.summary.scalar("train/loss", loss, step=step)
                 tf.summary.scalar("train/learning_rate", lr, step=step)
+                if gold:
+                    tf.summary.scalar("train/alignment_loss", align_loss, step=step)
             self.state["train_seconds"].assign(base_seconds + time.time() - started)
             if step % o.checkpoint_every == 0:
                 self.manager.save(checkpoint_number=step)
@@ -329,6 +376,7 @@ def _write_summary(trainer: Trainer, run_dir: Path) -> None:
         ),
         "parameters": int(trainer.model.count_params()),
         "model_config": trainer.model.config.to_dict(),
+        "guided_alignment": dataclasses.asdict(trainer.cfg.guided_alignment),
         "python": sys.version.split()[0],
         "tensorflow": tf.__version__,
     }
