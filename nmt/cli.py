@@ -1,4 +1,4 @@
-"""The `nmt` command: serve, translate, batch, train, evaluate, export."""
+"""The `nmt` command: serve, translate, align, batch, train, align-corpus, evaluate, export."""
 
 from __future__ import annotations
 
@@ -33,6 +33,35 @@ def _train(args) -> int:
     return 0
 
 
+def _add_align_corpus(sub) -> None:
+    p = sub.add_parser(
+        "align-corpus",
+        help="word-align the training pairs for guided alignment (needs the [align] extra)",
+    )
+    p.add_argument("--config", required=True, help="training/configs/<name>.yaml")
+    p.add_argument("--run", required=True,
+                   help="run directory: its tokenizers are used (trained there if absent)")
+    p.add_argument("--out", help="Pharaoh file to write (default: <run>/alignments.txt)")
+    p.add_argument("--symmetrization",
+                   help="forward, reverse, intersection, union or grow-diag-final-and "
+                        "(default: the config's guided_alignment.symmetrization)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override a config value")
+    p.set_defaults(func=_align_corpus)
+
+
+def _align_corpus(args) -> int:
+    from training.config import parse_overrides
+    from training.train import align_training_corpus
+
+    path, count = align_training_corpus(
+        args.config, args.run, out=args.out, symmetrization=args.symmetrization,
+        overrides=parse_overrides(args.set),
+    )
+    print(f"{count} pairs aligned -> {path}")
+    return 0
+
+
 def _add_export(sub) -> None:
     p = sub.add_parser("export", help="export a SavedModel (TF Serving layout)")
     source = p.add_mutually_exclusive_group(required=True)
@@ -44,6 +73,9 @@ def _add_export(sub) -> None:
     p.add_argument("--version", type=int,
                    help="version number (a new directory); with --from-export, defaults to "
                         "the version re-exported")
+    p.add_argument("--average", type=int, default=0, metavar="N",
+                   help="with --run: export the mean of the last N checkpoints instead of the "
+                        "best dev-BLEU weights")
     p.add_argument("--metadata", help="JSON file of extra metadata (scores, attribution)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing version (e.g. re-export after a format change)")
@@ -62,8 +94,10 @@ def _export(args) -> int:
     if args.run:
         if version is None:
             raise ValueError("--version is required with --run, e.g. --version 3")
-        module = module_from_run(Path(args.run), extra)
+        module = module_from_run(Path(args.run), extra, average=args.average)
     else:
+        if args.average:
+            raise ValueError("--average reads a run's checkpoints: use it with --run")
         source = resolve_version_dir(args.from_export)
         if version is None:
             if not source.name.isdigit():
@@ -146,6 +180,98 @@ def _print_translations(results, with_alignment: bool) -> None:
         if with_alignment:
             print(format_alignment_table(result))
             print(f"pharaoh: {result.best.pharaoh()}\n")
+
+
+def _add_align(sub) -> None:
+    p = sub.add_parser(
+        "align", help="word-align given sentence pairs with the model's attention (forced decoding)"
+    )
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("--tsv", help="pairs as English<TAB>French lines")
+    given.add_argument("--source", help="English sentences, one a line (with --target)")
+    p.add_argument("--target", help="French sentences, line-aligned with --source")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--model", default=str(DEFAULT_MODEL),
+                       help="SavedModel base or version directory (default: models/en-fr)")
+    where.add_argument("--server", help="host:port of a running `nmt serve`")
+    p.add_argument("--alignment", action="store_true",
+                   help="write JSON Lines with tokens, score and attention matrix instead of "
+                        "Pharaoh links")
+    p.add_argument("--output", help="file to write (default: standard output)")
+    p.add_argument("--batch-size", type=int, default=64, help="pairs per model call")
+    p.set_defaults(func=_align)
+
+
+def _align(args) -> int:
+    import json
+
+    pairs = _alignment_pairs(args)
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1. Received: {args.batch_size}")
+    align = _aligner(args)
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        for start in range(0, len(pairs), args.batch_size):
+            chunk = pairs[start:start + args.batch_size]
+            results = align([s for s, _ in chunk], [t for _, t in chunk])
+            for (source, target), result in zip(chunk, results, strict=True):
+                if args.alignment:
+                    out.write(json.dumps(_alignment_record(source, target, result),
+                                         ensure_ascii=False) + "\n")
+                else:
+                    out.write(result.best.pharaoh() + "\n")
+    finally:
+        if args.output:
+            out.close()
+    return 0
+
+
+def _alignment_pairs(args) -> list[tuple[str, str]]:
+    """The pairs to align; a non-blank source with a blank target names its line."""
+    from nmt import data
+
+    if args.tsv:
+        if args.target:
+            raise ValueError("--target goes with --source, not with --tsv")
+        pairs = data.read_pairs(args.tsv)
+        where = args.tsv
+    else:
+        if not args.target:
+            raise ValueError("--source needs --target (the French file, line-aligned)")
+        sources, targets = data.read_lines(args.source), data.read_lines(args.target)
+        if len(sources) != len(targets):
+            raise ValueError(f"{args.target} has {len(targets)} lines but {args.source} has "
+                             f"{len(sources)}; they must be line-aligned")
+        pairs = list(zip(sources, targets, strict=True))
+        where = args.target
+    for number, (source, target) in enumerate(pairs, start=1):
+        if source.strip() and not target.strip():
+            raise ValueError(f"{where}: pair {number} has a source but an empty target; "
+                             "give the translation to align, or remove the pair")
+    return pairs
+
+
+def _aligner(args):
+    """`(sources, targets) -> translations`, in-process or through `--server`."""
+    if args.server:
+        from nmt.client import TranslationClient
+
+        client = TranslationClient(args.server)
+        return client.align
+    from nmt.translator import Translator
+
+    return Translator.load(args.model).align
+
+
+def _alignment_record(source: str, target: str, result) -> dict:
+    best = result.best
+    return {
+        "source": source, "target": target,
+        "source_tokens": list(result.source_tokens), "target_tokens": list(best.target_tokens),
+        "score": round(best.score, 4),
+        "alignment": [[round(float(w), 4) for w in row] for row in best.alignment],
+        "word_alignment": best.pharaoh(),
+    }
 
 
 def _add_evaluate(sub) -> None:
@@ -261,7 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_translate(sub)
     _add_evaluate(sub)
+    _add_align(sub)
     _add_train(sub)
+    _add_align_corpus(sub)
     _add_export(sub)
     _add_optional(sub, "serving.cli", "add_serve_parser")
     _add_optional(sub, "batch.cli", "add_batch_parser")

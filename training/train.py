@@ -110,6 +110,32 @@ def prepare_alignments(cfg: TrainConfig, run_dir: Path, raw_pairs, tokenizers) -
     return path
 
 
+def align_training_corpus(config_path: str | Path, run_dir: str | Path, *,
+                          out: str | Path | None = None, symmetrization: str | None = None,
+                          overrides: dict | None = None) -> tuple[Path, int]:
+    """`nmt align-corpus`: writes the Pharaoh piece links of the config's training pairs.
+
+    Uses (or trains and saves) the run's tokenizers, so the links index the
+    pieces of the model that `nmt train --run` will train.
+
+    Returns:
+        `(path written, pairs aligned)`.
+    """
+    from training.config import load_config
+
+    cfg = load_config(config_path, overrides)
+    run_dir = Path(run_dir)
+    raw_pairs = nmt_data.read_pairs(cfg.data.train)
+    pairs, _, _ = nmt_data.clean_pairs_with_indices(raw_pairs, cfg.data.cleaning)
+    tokenizers = prepare_tokenizers(cfg, run_dir, pairs)
+    method = symmetrization or cfg.guided_alignment.symmetrization
+    path = Path(out) if out else run_dir / ALIGNMENTS_FILE
+    corpus_alignment.write_alignments(
+        path, corpus_alignment.align_pairs(raw_pairs, tokenizers, method)
+    )
+    return path, len(raw_pairs)
+
+
 def model_config(cfg: TrainConfig, tokenizers: TokenizerPair) -> ModelConfig:
     return ModelConfig.from_dict({
         **cfg.model,

@@ -16,7 +16,8 @@ from training.config import load_config, parse_duration
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
-def write_config(tmp_path: Path, name: str = "tiny", **optim) -> Path:
+def write_config(tmp_path: Path, name: str = "tiny", guided: dict | None = None,
+                 data: dict | None = None, **optim) -> Path:
     config = {
         "name": "tiny",
         "data": {"train": str(FIXTURES / "tiny_pairs.tsv"), "dev": str(FIXTURES / "tiny_pairs.tsv"),
@@ -28,6 +29,9 @@ def write_config(tmp_path: Path, name: str = "tiny", **optim) -> Path:
                   "precision": "float32", "checkpoint_every": 2, "eval_every": 4,
                   "log_every": 2, "max_epochs": 50, **optim},
     }
+    if guided:
+        config["guided_alignment"] = guided
+    config["data"].update(data or {})
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -78,6 +82,66 @@ def test_resume_continues_exactly(tmp_path):
     assert json.loads((halves / "summary.json").read_text())["steps"] == 6
     for a, b in zip(final_weights(straight), final_weights(halves), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+GUIDED = {"type": "ce", "weight": 1.0}
+
+
+def test_resume_continues_exactly_with_guided_alignment(tmp_path):
+    # eflomal samples without a settable seed, so both runs read the first run's file;
+    # a resumed run always reads its own run's file.
+    straight = train_module.run(
+        write_config(tmp_path, guided=GUIDED, max_steps=6, eval_every=100), tmp_path / "straight")
+    links = {"train_alignments": str(straight / "alignments.txt")}
+    config = write_config(tmp_path, "full", guided=GUIDED, data=links, max_steps=6,
+                          eval_every=100)
+    config_half = write_config(tmp_path, "half", guided=GUIDED, data=links, max_steps=3,
+                               eval_every=100)
+    halves = train_module.run(config_half, tmp_path / "halves")
+    train_module.run(config, halves, resume=True)
+    for a, b in zip(final_weights(straight), final_weights(halves), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    summary = json.loads((halves / "summary.json").read_text())
+    assert summary["guided_alignment"]["type"] == "ce"
+
+
+def test_guided_run_aligns_the_corpus_itself(tmp_path):
+    run_dir = train_module.run(write_config(tmp_path, guided=GUIDED, max_steps=2,
+                                            eval_every=100), tmp_path / "run")
+    lines = (run_dir / "alignments.txt").read_text(encoding="utf-8").splitlines()
+    pairs = (FIXTURES / "tiny_pairs.tsv").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len([p for p in pairs if p.strip()])
+    assert sum(bool(line) for line in lines) > len(lines) // 2, "most pairs have links"
+
+
+def test_guidance_changes_the_update(tmp_path):
+    plain = train_module.run(write_config(tmp_path, "plain", max_steps=3, eval_every=100),
+                             tmp_path / "plain")
+    guided = train_module.run(
+        write_config(tmp_path, "guided", guided=GUIDED, max_steps=3, eval_every=100),
+        tmp_path / "guided")
+    differs = [not np.allclose(a, b)
+               for a, b in zip(final_weights(plain), final_weights(guided), strict=True)]
+    assert any(differs)
+
+
+def test_alignment_file_with_the_wrong_line_count_is_refused(tmp_path):
+    short = tmp_path / "short.txt"
+    short.write_text("0-0\n0-0\n", encoding="utf-8")
+    config = write_config(tmp_path, guided=GUIDED, data={"train_alignments": str(short)},
+                          max_steps=1)
+    with pytest.raises(ValueError, match="has 2 lines but the training file has"):
+        train_module.run(config, tmp_path / "run")
+
+
+def test_alignment_link_outside_the_pair_names_the_line(tmp_path):
+    count = len([p for p in (FIXTURES / "tiny_pairs.tsv").read_text().splitlines() if p.strip()])
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0-0\n" * 2 + "0-99\n" + "0-0\n" * (count - 3), encoding="utf-8")
+    config = write_config(tmp_path, guided=GUIDED, data={"train_alignments": str(bad)},
+                          max_steps=1)
+    with pytest.raises(ValueError, match=r"bad.txt:3: link 0-99 is outside the pair"):
+        train_module.run(config, tmp_path / "run")
 
 
 def test_existing_run_needs_resume(tmp_path):
