@@ -5,12 +5,13 @@ overrides common to all runs and the variant's model settings for `--budget`
 of wall clock, export, then dev and
 test BLEU (greedy, multi-reference), AER on the Alibi alignments, parameters
 and training speed. The last variant repeats luong-general in float32, to
-compare bfloat16 and float32 training at equal budget. Runs one after
+compare bfloat16 and float32 training at equal budget; the `+guided-W`
+variants add guided alignment with weight W. Runs one after
 another (never two trainings at once on a small machine) and prints a
 Markdown table; finished variants are reused, so an interrupted comparison
 continues where it stopped.
 
-    python bench/compare_attention.py --budget 10m [--only luong-general,bahdanau] \
+    python bench/compare_attention.py --budget 10m [--only bahdanau,bahdanau+guided-0.5] \
         [--set optim.max_tokens=1500 --set optim.warmup_steps=200]
 """
 
@@ -26,7 +27,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-VARIANTS = {
+MECHANISMS = {
     "bahdanau": {"decoder": "bahdanau", "attention": "bahdanau"},
     "bahdanau-normalized": {"decoder": "bahdanau", "attention": "bahdanau", "normalize": True},
     "luong-dot+feed": {"decoder": "luong", "attention": "dot", "input_feeding": True},
@@ -39,6 +40,22 @@ VARIANTS = {
     "luong-general-float32": {"decoder": "luong", "attention": "general", "input_feeding": False,
                               "optim.precision": "float32"},
 }
+UNGUIDED = {"guided_alignment.type": "none", "guided_alignment.weight": 0.0}
+
+
+def guided(weight: float) -> dict:
+    """Guided alignment (cross-entropy) with the config's corpus alignments."""
+    return {"guided_alignment.type": "ce", "guided_alignment.weight": weight}
+
+
+# Every mechanism without guidance, then guided runs: three weights for Bahdanau (the
+# weight is chosen on their dev BLEU and AER), one for Luong general and concat.
+VARIANTS = {name: {**settings, **UNGUIDED} for name, settings in MECHANISMS.items()}
+VARIANTS.update({
+    f"bahdanau+guided-{w}": {**MECHANISMS["bahdanau"], **guided(w)} for w in (0.2, 0.5, 1.0)
+})
+VARIANTS["luong-general+guided-0.5"] = {**MECHANISMS["luong-general"], **guided(0.5)}
+VARIANTS["luong-concat+feed+guided-0.5"] = {**MECHANISMS["luong-concat+feed"], **guided(0.5)}
 
 
 def run_variant(name: str, settings: dict, args) -> dict:
