@@ -6,9 +6,11 @@ import argparse
 import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+VERBOSE_ENV = "NMT_VERBOSE"
+_quieted = False
 
 DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "models" / "en-fr"
 
@@ -104,7 +106,11 @@ def _export(args) -> int:
                 raise ValueError(f"{source} is not a numbered version: pass --version N")
             version = int(source.name)
         module = module_from_export(source)
-        module.metadata.update(extra)
+        for key, value in extra.items():  # scores from several evaluations add up
+            if isinstance(value, dict) and isinstance(module.metadata.get(key), dict):
+                module.metadata[key] = {**module.metadata[key], **value}
+            else:
+                module.metadata[key] = value
     path = export_saved_model(module, args.out, version, overwrite=args.overwrite)
     print(path)
     return 0
@@ -381,9 +387,46 @@ def _add_optional(sub, module: str, function: str) -> None:
             raise
 
 
+def quiet_framework_logs() -> None:
+    """Keeps TensorFlow's, absl's and SentencePiece's start-up logs off the terminal.
+
+    Those libraries write to file descriptor 2 from C++ (TF_CPP_MIN_LOG_LEVEL
+    does not silence all of it, e.g. the cuInit error on a machine without a
+    GPU). Descriptor 2 is pointed at /dev/null and Python's `sys.stderr`
+    moves to a copy of the real stream, so the command's own messages and
+    errors still show. Must run before TensorFlow is imported; only in a
+    real process (not where a test harness has replaced `sys.stderr`).
+    """
+    global _quieted
+    if _quieted or sys.stderr is not sys.__stderr__:
+        return
+    _quieted = True
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    sys.stderr.flush()
+    real = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    sys.stderr = sys.__stderr__ = os.fdopen(real, "w", buffering=1, encoding="utf-8",
+                                            errors="backslashreplace")
+    warnings.simplefilter("ignore")  # framework deprecation notices, not the user's business
+    for name in ("tensorflow", "absl", "h5py", "apache_beam"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # Read before anything imports TensorFlow, and accepted anywhere on the line.
+    verbose = "--verbose" in argv or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
+    argv = [arg for arg in argv if arg != "--verbose"]
+    if verbose:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0")
+    else:
+        quiet_framework_logs()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     parser = argparse.ArgumentParser(prog="nmt", description=__doc__)
+    parser.add_argument("--verbose", action="store_true",
+                        help=f"show TensorFlow's own logs too (or set {VERBOSE_ENV}=1)")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_translate(sub)
     _add_evaluate(sub)

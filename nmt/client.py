@@ -8,6 +8,7 @@ alignment matrices as NumPy arrays) and need neither TensorFlow nor a model:
     with TranslationClient("localhost:50051") as client:
         for t in client.translate(["How are you?"]):
             print(t.text, t.best.pharaoh(), t.alignment.shape)  # (T, S)
+        [pair] = client.align(["How are you?"], ["Comment allez-vous ?"])
 
 Errors are `grpc.RpcError`s: `error.code()` is the status (INVALID_ARGUMENT,
 RESOURCE_EXHAUSTED, UNAVAILABLE, ...) and `error.details()` says what to change.
@@ -33,15 +34,17 @@ _CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 256 * 1024 * 1024),
                     ("grpc.max_send_message_length", 256 * 1024 * 1024)]
 
 
-def _check_sentences(sentences: Sequence[str]) -> list[str]:
+def _check_sentences(sentences: Sequence[str], name: str = "sentences") -> list[str]:
+    """`sentences` as a list; `TypeError` (naming the argument `name`) unless all are `str`."""
     if isinstance(sentences, str | bytes):
         raise TypeError(
-            "sentences must be a sequence of strings, not a single string. "
-            f"Received: sentences={sentences[:40]!r}; wrap it in a list.")
+            f"{name} must be a sequence of strings, not a single string. "
+            f"Received: {name}={sentences[:40]!r}; wrap it in a list.")
     sentences = list(sentences)
     for i, sentence in enumerate(sentences):
         if not isinstance(sentence, str):
-            raise TypeError(f"sentence {i} must be a str. Received: {type(sentence).__name__}")
+            raise TypeError(
+                f"{name[:-1]} {i} must be a str. Received: {type(sentence).__name__}")
     return sentences
 
 
@@ -50,6 +53,10 @@ def _request(sentences: list[str], options: DecodeOptions | None, with_alignment
     return pb2.TranslateRequest(
         sentences=sentences, options=convert.options_to_proto(options),
         with_alignment=with_alignment, request_id=request_id)
+
+
+def _align_request(sources: list[str], targets: list[str], with_alignment: bool):
+    return pb2.AlignRequest(sources=sources, targets=targets, with_alignment=with_alignment)
 
 
 def _credentials(root_certificates: bytes | None, token: str | None):
@@ -116,6 +123,35 @@ class TranslationClient:
                                                metadata=self._metadata)
         for response in responses:
             yield convert.translations_from_response(response, sent.pop(response.request_index))
+
+    def align(self, sources: Sequence[str], targets: Sequence[str], *,
+              with_alignment: bool = True) -> list[Translation]:
+        """Forced alignment of given (source, target) pairs in one request.
+
+        Args:
+            sources: English sentences (at most the server's `max_sentences`).
+            targets: one French sentence per source; blank only where the
+                source is blank too.
+            with_alignment: whether to receive the alignment matrices; without
+                them `alignment` is an empty `(0, 0)` array (word links still come).
+
+        Returns:
+            One `Translation` per pair, in order: `text` is the target,
+            `alignment` has shape `(T, S)` (T target pieces, S source pieces),
+            `word_alignment` links the whitespace words of source and target,
+            and `score` is the target's total log-probability.
+
+        Raises:
+            TypeError: `sources` or `targets` is a single string, or holds a
+                non-string.
+            grpc.RpcError: INVALID_ARGUMENT if the counts differ or a target
+                is blank for a non-blank source; RESOURCE_EXHAUSTED over a limit.
+        """
+        sources = _check_sentences(sources, "sources")
+        targets = _check_sentences(targets, "targets")
+        response = self._stub.Align(_align_request(sources, targets, with_alignment),
+                                    timeout=self.timeout, metadata=self._metadata)
+        return convert.alignments_from_response(response, sources)
 
     def model_info(self) -> dict:
         """The served model (name, version, attention, vocabularies, scores, ...) and limits."""
@@ -190,6 +226,15 @@ class AsyncTranslationClient:
                                           metadata=self._metadata)
         async for response in call:
             yield convert.translations_from_response(response, sent.pop(response.request_index))
+
+    async def align(self, sources: Sequence[str], targets: Sequence[str], *,
+                    with_alignment: bool = True) -> list[Translation]:
+        """See `TranslationClient.align`."""
+        sources = _check_sentences(sources, "sources")
+        targets = _check_sentences(targets, "targets")
+        response = await self._stub.Align(_align_request(sources, targets, with_alignment),
+                                          timeout=self.timeout, metadata=self._metadata)
+        return convert.alignments_from_response(response, sources)
 
     async def model_info(self) -> dict:
         """See `TranslationClient.model_info`."""

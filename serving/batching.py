@@ -1,14 +1,15 @@
 """Dynamic batching: sentences of concurrent requests share model calls.
 
-Sentences wait in one queue. A batch is formed when a group of sentences
-with the same decoding options reaches `max_batch_size`, or when the oldest
-sentence has waited `max_wait_ms`. A batch holds the oldest sentence plus the
-others of its group closest to it in length, so padding stays small. At most
-`workers` model calls run at once, in threads, so the event loop never blocks;
-while they run, the queue fills and the next batch forms at once.
+Sentences to translate and (source, target) pairs to align wait in one queue.
+A batch is formed when a group of items of the same kind (and, for
+translations, the same decoding options) reaches `max_batch_size`, or when
+the oldest item has waited `max_wait_ms`. A batch holds the oldest item plus
+the others of its group closest to it in length, so padding stays small. At
+most `workers` model calls run at once, in threads, so the event loop never
+blocks; while they run, the queue fills and the next batch forms at once.
 
-Sentences whose request was cancelled, or whose deadline passed, are dropped
-from the queue without being translated.
+Items whose request was cancelled, or whose deadline passed, are dropped
+from the queue without a model call.
 """
 
 from __future__ import annotations
@@ -26,8 +27,12 @@ from nmt.types import DecodeOptions, Hypothesis, Translation
 from serving.errors import DeadlineExpired, LimitExceeded, ModelUnavailable
 from serving.metrics import ServingMetrics
 
-# (sentences, options) -> (model version, translations); blocking, runs in a worker thread.
-RunBatch = Callable[[list[str], DecodeOptions], tuple[int, list[Translation]]]
+TRANSLATE, ALIGN = "translate", "align"  # the kinds of model call
+
+# (kind, inputs, options) -> (model version, translations); blocking, runs in a worker thread.
+# TRANSLATE: inputs are sentences, options a `DecodeOptions`. ALIGN: inputs are
+# (source, target) pairs, options None. One translation per input, in order.
+RunBatch = Callable[[str, list, DecodeOptions | None], tuple[int, list[Translation]]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,10 +42,10 @@ class BatchingConfig:
     Attributes:
         enabled: share model calls between requests; when False every request
             is translated on its own (still split into `max_batch_size` chunks).
-        max_batch_size: sentences per model call.
+        max_batch_size: sentences (or Align pairs) per model call.
         max_wait_ms: longest a sentence waits for others to join its batch.
-        max_queue: sentences allowed to wait; beyond it requests are refused
-            with RESOURCE_EXHAUSTED.
+        max_queue: sentences and pairs allowed to wait; beyond it requests are
+            refused with RESOURCE_EXHAUSTED.
         workers: model calls running at once.
     """
 
@@ -62,23 +67,25 @@ class BatchingConfig:
 
 @dataclasses.dataclass(eq=False)
 class _Item:
-    sentence: str
-    options: DecodeOptions
-    key: Hashable  # sentences with equal keys may share a batch
+    payload: str | tuple[str, str]  # a sentence (TRANSLATE) or a (source, target) pair (ALIGN)
+    kind: str
+    options: DecodeOptions | None
+    key: Hashable  # items with equal keys may share a batch
+    length: int  # characters, to batch items of similar length together
     future: asyncio.Future
     enqueued: float  # loop time
     deadline: float | None  # loop time
 
 
 def blank_translation(source: str) -> Translation:
-    """The answer for a blank sentence: one empty hypothesis, without a model call."""
+    """The answer for a blank sentence (or pair of blanks): one empty hypothesis, no model call."""
     empty = Hypothesis(text="", target_tokens=(), score=0.0,
                        alignment=np.zeros((0, 0), np.float32), word_alignment=())
     return Translation(source=source, source_tokens=(), nbest=(empty,))
 
 
 class Batcher:
-    """Queues sentences and runs them through `run_batch` in batches.
+    """Queues sentences and pairs and runs them through `run_batch` in batches.
 
     Args:
         run_batch: the blocking model call (see `RunBatch`).
@@ -97,7 +104,7 @@ class Batcher:
 
     @property
     def depth(self) -> int:
-        """Sentences waiting in the queue."""
+        """Sentences and pairs waiting in the queue."""
         return len(self._pending)
 
     def start(self) -> None:
@@ -128,17 +135,44 @@ class Batcher:
             `(translations, version)`: one translation per sentence, in order, and
             the model version that produced them (None if no model call was needed).
         """
+        blank = [not s.strip() for s in sentences]
+        return await self._submit(TRANSLATE, list(sentences), options, blank, deadline)
+
+    async def align(self, sources: Sequence[str], targets: Sequence[str],
+                    deadline: float | None = None) -> tuple[list[Translation], int | None]:
+        """Aligns (source, target) pairs in batches shared with other `align` calls.
+
+        Args:
+            sources: the request's sources.
+            targets: one target per source; a pair of two blanks is answered
+                directly with an empty alignment.
+            deadline: loop time after which queued pairs are dropped.
+
+        Returns:
+            `(translations, version)`: one translation per pair, in order (its
+            hypothesis is the target, with alignment `(T, S)`), and the model
+            version that produced them (None if no model call was needed).
+        """
+        pairs = list(zip(sources, targets, strict=True))
+        blank = [not s.strip() and not t.strip() for s, t in pairs]
+        return await self._submit(ALIGN, pairs, None, blank, deadline)
+
+    async def _submit(self, kind: str, inputs: list, options: DecodeOptions | None,
+                      blank: list[bool], deadline: float | None
+                      ) -> tuple[list[Translation], int | None]:
+        """Queues the inputs that are not blank and waits for all of them."""
         loop = asyncio.get_running_loop()
-        results: list = [blank_translation(s) if not s.strip() else None for s in sentences]
+        results: list = [blank_translation(_source(x)) if b else None
+                         for x, b in zip(inputs, blank, strict=True)]
         todo = [i for i, r in enumerate(results) if r is None]
         if self.depth + len(todo) > self.config.max_queue:
             raise LimitExceeded(
                 f"the server is busy: {self.depth} sentences are queued and this request adds "
                 f"{len(todo)} (queue limit {self.config.max_queue}); retry with backoff")
-        key = options if self.config.enabled else (options, object())
+        key = (kind, options) if self.config.enabled else (kind, options, object())
         now = loop.time()
-        items = [_Item(sentences[i], options, key, loop.create_future(), now, deadline)
-                 for i in todo]
+        items = [_Item(inputs[i], kind, options, key, _length(inputs[i]), loop.create_future(),
+                       now, deadline) for i in todo]
         self._pending.extend(items)
         self._metrics.queue_depth.set(self.depth)
         self._wakeup.set()
@@ -199,10 +233,10 @@ class Batcher:
         if len(group) <= size:
             chosen = group
         else:
-            ordered = sorted(group, key=lambda item: len(item.sentence))
+            ordered = sorted(group, key=lambda item: item.length)
             p = ordered.index(anchor)
             starts = range(max(0, p - size + 1), min(p, len(ordered) - size) + 1)
-            spread = lambda s: len(ordered[s + size - 1].sentence) - len(ordered[s].sentence)  # noqa: E731
+            spread = lambda s: ordered[s + size - 1].length - ordered[s].length  # noqa: E731
             start = min(starts, key=spread)
             chosen = ordered[start:start + size]
         taken = {id(item) for item in chosen}
@@ -211,7 +245,7 @@ class Batcher:
         return chosen
 
     def _drop_dead(self) -> None:
-        """Removes sentences whose request was cancelled or whose deadline passed."""
+        """Removes items whose request was cancelled or whose deadline passed."""
         now = asyncio.get_running_loop().time()
         alive = []
         for item in self._pending:
@@ -231,12 +265,12 @@ class Batcher:
 
     async def _execute(self, batch: list[_Item]) -> None:
         loop = asyncio.get_running_loop()
-        sentences = [item.sentence for item in batch]
+        inputs = [item.payload for item in batch]
         self._metrics.batch_size.observe(len(batch))
         started = time.perf_counter()
         try:
             version, translations = await loop.run_in_executor(
-                self._executor, self._run_batch, sentences, batch[0].options)
+                self._executor, self._run_batch, batch[0].kind, inputs, batch[0].options)
         except Exception as error:
             for item in batch:
                 if not item.future.done():
@@ -256,3 +290,11 @@ class Batcher:
             sum(len(t.source_tokens) for t in translations))
         self._metrics.tokens.labels(side="target").inc(
             sum(len(t.target_tokens) for t in translations))
+
+
+def _source(payload: str | tuple[str, str]) -> str:
+    return payload if isinstance(payload, str) else payload[0]
+
+
+def _length(payload: str | tuple[str, str]) -> int:
+    return len(payload) if isinstance(payload, str) else len(payload[0]) + len(payload[1])

@@ -96,12 +96,20 @@ def translation_from_proto(message, source: str) -> Translation:
 
 
 def translations_from_response(response, sources: Sequence[str]) -> list[Translation]:
-    if len(response.translations) != len(sources):
+    """The `Translation`s of a `TranslateResponse`, one per sentence sent."""
+    return _translations(response.translations, sources, "translations", "sentences")
+
+
+def alignments_from_response(response, sources: Sequence[str]) -> list[Translation]:
+    """The `Translation`s of an `AlignResponse`, one per pair sent (`sources` of the pairs)."""
+    return _translations(response.alignments, sources, "alignments", "pairs")
+
+
+def _translations(messages, sources: Sequence[str], what: str, sent: str) -> list[Translation]:
+    if len(messages) != len(sources):
         raise RuntimeError(
-            f"the server answered {len(response.translations)} translations for "
-            f"{len(sources)} sentences")
-    return [translation_from_proto(t, s) for t, s in zip(response.translations, sources,
-                                                          strict=True)]
+            f"the server answered {len(messages)} {what} for {len(sources)} {sent}")
+    return [translation_from_proto(t, s) for t, s in zip(messages, sources, strict=True)]
 
 
 def model_info_from_proto(message) -> dict:

@@ -106,13 +106,13 @@ class RequestInterceptor(grpc.aio.ServerInterceptor):
         context.set_trailing_metadata(((REQUEST_ID_KEY, call.id),))
         if request_streaming:
             return call, self._counting(call, request)
-        call.sentences = len(getattr(request, "sentences", ()))
+        call.sentences = _sentence_count(request)
         return call, request
 
     @staticmethod
     async def _counting(call: _Call, requests):
         async for request in requests:
-            call.sentences += len(getattr(request, "sentences", ()))
+            call.sentences += _sentence_count(request)
             yield request
 
     async def _fail(self, call: _Call, context, error: BaseException) -> None:
@@ -143,6 +143,11 @@ class RequestInterceptor(grpc.aio.ServerInterceptor):
             record["error"] = error
         level = logging.ERROR if code == grpc.StatusCode.INTERNAL else logging.INFO
         log.log(level, json.dumps(record, ensure_ascii=False))
+
+
+def _sentence_count(request) -> int:
+    """Sentences of a `TranslateRequest`, pairs of an `AlignRequest`, else 0."""
+    return len(getattr(request, "sentences", None) or getattr(request, "sources", ()))
 
 
 class BearerTokenInterceptor(grpc.aio.ServerInterceptor):

@@ -72,6 +72,21 @@ class ModelStore:
         translator = self.translator
         return translator.info.version, translator.translate(sentences, options)
 
+    def align(self, sources: list[str], targets: list[str]) -> tuple[int, list]:
+        """Blocking: forced alignment of pairs with the current version.
+
+        Args:
+            sources: source sentences.
+            targets: one target per source.
+
+        Returns:
+            `(version, translations)`: one `Translation` per pair whose
+            hypothesis is the target, with attention `(T, S)` (see
+            `Translator.align`).
+        """
+        translator = self.translator
+        return translator.info.version, translator.align(sources, targets)
+
     def versions(self) -> dict[int, Path]:
         """Complete-looking version directories: `{version: path}`."""
         if not self.base_dir.is_dir():

@@ -21,7 +21,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
-from serving.batching import Batcher, BatchingConfig
+from nmt.types import DecodeOptions, Translation
+from serving.batching import ALIGN, Batcher, BatchingConfig
 from serving.interceptors import BearerTokenInterceptor, RequestInterceptor
 from serving.metrics import MetricsHTTPServer, ServingMetrics
 from serving.model_store import ModelStore
@@ -115,7 +116,7 @@ class TranslationServer:
     async def start(self) -> None:
         """Opens the ports (health NOT_SERVING) and starts loading the model."""
         config = self.config
-        self._batcher = Batcher(self.store.translate, config.batching, self.metrics)
+        self._batcher = Batcher(self._run_batch, config.batching, self.metrics)
         self._batcher.start()
         servicer = TranslationServicer(self.store, self._batcher, config.limits,
                                        config.stream_window)
@@ -135,6 +136,14 @@ class TranslationServer:
                                                    config.metrics_port)
             self._metrics_http.start()
         self._model_task = asyncio.get_running_loop().create_task(self._keep_model_fresh())
+
+    def _run_batch(self, kind: str, inputs: list, options: DecodeOptions | None
+                   ) -> tuple[int, list[Translation]]:
+        """The batcher's model call (`serving.batching.RunBatch`) on the store."""
+        if kind == ALIGN:
+            sources, targets = zip(*inputs, strict=True)
+            return self.store.align(list(sources), list(targets))
+        return self.store.translate(inputs, options)
 
     def _interceptors(self) -> list[grpc.aio.ServerInterceptor]:
         interceptors = [RequestInterceptor(self.metrics)]  # outermost: sees every outcome

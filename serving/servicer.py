@@ -12,7 +12,13 @@ import grpc
 from serving import convert, protos
 from serving.batching import Batcher
 from serving.model_store import ModelStore
-from serving.validation import Limits, ParsedRequest, lenient_deserializer, parse_request
+from serving.validation import (
+    Limits,
+    ParsedRequest,
+    lenient_deserializer,
+    parse_align_request,
+    parse_request,
+)
 
 pb2, _ = protos.load()
 SERVICE_NAME = pb2.DESCRIPTOR.services_by_name["TranslationService"].full_name
@@ -51,6 +57,17 @@ class TranslationServicer:
                 answer = answers.get_nowait()
                 if answer is not None and not answer.cancel() and not answer.cancelled():
                     answer.exception()  # finished already: mark its error as seen
+
+    async def Align(self, request, context):
+        parsed = parse_align_request(request, self._limits)
+        self._store.translator  # noqa: B018  (UNAVAILABLE before queueing when no model is loaded)
+        alignments, version = await self._batcher.align(parsed.sources, parsed.targets,
+                                                        _deadline(context))
+        return pb2.AlignResponse(
+            alignments=[convert.translation_to_proto(t, parsed.with_alignment)
+                        for t in alignments],
+            request_id=parsed.request_id,
+            model_version=version if version is not None else self._store.version or 0)
 
     async def GetModelInfo(self, request, context):
         return convert.model_info_to_proto(self._store.translator.info, self._limits)
@@ -97,6 +114,9 @@ def generic_handler(servicer: TranslationServicer) -> grpc.GenericRpcHandler:
         "TranslateStream": grpc.stream_stream_rpc_method_handler(
             servicer.TranslateStream, request_deserializer=translate_request,
             response_serializer=response),
+        "Align": grpc.unary_unary_rpc_method_handler(
+            servicer.Align, request_deserializer=lenient_deserializer(pb2.AlignRequest),
+            response_serializer=pb2.AlignResponse.SerializeToString),
         "GetModelInfo": grpc.unary_unary_rpc_method_handler(
             servicer.GetModelInfo, request_deserializer=pb2.GetModelInfoRequest.FromString,
             response_serializer=pb2.GetModelInfoResponse.SerializeToString),

@@ -1,4 +1,5 @@
-"""Request limits and the checks that turn a `TranslateRequest` into plain Python values.
+"""Request limits and the checks that turn a `TranslateRequest` or an `AlignRequest`
+into plain Python values.
 
 Every rejection says which limit or field is at fault, the value received and
 what to change.
@@ -16,6 +17,8 @@ from serving.errors import InvalidArgument, LimitExceeded
 
 OPTION_FIELDS = tuple(f.name for f in dataclasses.fields(DecodeOptions))
 MAX_REQUEST_ID_CHARS = 128
+# The repeated text fields of the request messages, and what one element is called in errors.
+TEXT_FIELDS = {"sentences": "sentence", "sources": "source", "targets": "target"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,9 +26,10 @@ class Limits:
     """What one request may ask for.
 
     Attributes:
-        max_sentences: sentences per request.
-        max_chars: characters (code points) per sentence; the model reads at
-            most 256 subword tokens anyway.
+        max_sentences: sentences per `TranslateRequest`, (source, target)
+            pairs per `AlignRequest`.
+        max_chars: characters (code points) per sentence, source or target;
+            the model reads at most 256 subword tokens anyway.
         max_message_bytes: size of one request message (enforced by gRPC).
         max_beam_size: largest `beam_size` accepted.
     """
@@ -60,6 +64,16 @@ class ParsedRequest:
 
 
 @dataclasses.dataclass(frozen=True)
+class ParsedAlignRequest:
+    """A validated `AlignRequest`: as many targets as sources."""
+
+    sources: tuple[str, ...]
+    targets: tuple[str, ...]
+    with_alignment: bool
+    request_id: str
+
+
+@dataclasses.dataclass(frozen=True)
 class UndecodableRequest:
     """Stands in for a request that protobuf could not parse (see `lenient_deserializer`)."""
 
@@ -86,18 +100,63 @@ def parse_request(request, limits: Limits, index: int | None = None) -> ParsedRe
         raise LimitExceeded(
             f"{where}too many sentences: at most {limits.max_sentences} per request. "
             f"Received: {len(request.sentences)} sentences; split the request.")
-    for i, sentence in enumerate(request.sentences):
-        if len(sentence) > limits.max_chars:
+    _check_lengths(request.sentences, "sentence", limits, where)
+    _check_request_id(request.request_id, where)
+    return ParsedRequest(tuple(request.sentences), _options(request, limits, where),
+                         _with_alignment(request), request.request_id)
+
+
+def parse_align_request(request, limits: Limits) -> ParsedAlignRequest:
+    """Validates an `AlignRequest` against `limits` (`max_sentences` counts pairs).
+
+    Args:
+        request: an `AlignRequest`, or an `UndecodableRequest`.
+        limits: the server's limits.
+
+    Raises:
+        InvalidArgument: malformed text, not one target per source, or a
+            blank target for a source that is not blank.
+        LimitExceeded: over a limit.
+    """
+    if isinstance(request, UndecodableRequest):
+        raise InvalidArgument(request.reason)
+    sources, targets = tuple(request.sources), tuple(request.targets)
+    if len(sources) != len(targets):
+        raise InvalidArgument(
+            "sources and targets must pair up: one target per source. "
+            f"Received: {len(sources)} sources and {len(targets)} targets.")
+    if len(sources) > limits.max_sentences:
+        raise LimitExceeded(
+            f"too many sentence pairs: at most {limits.max_sentences} per request. "
+            f"Received: {len(sources)} pairs; split the request.")
+    _check_lengths(sources, "source", limits)
+    _check_lengths(targets, "target", limits)
+    for i, (source, target) in enumerate(zip(sources, targets, strict=True)):
+        if source.strip() and not target.strip():
+            raise InvalidArgument(
+                f"pair {i}: the target is empty but the source is not; send the source's "
+                "translation, or leave both empty.")
+    _check_request_id(request.request_id)
+    return ParsedAlignRequest(sources, targets, _with_alignment(request), request.request_id)
+
+
+def _check_lengths(texts, noun: str, limits: Limits, where: str = "") -> None:
+    for i, text in enumerate(texts):
+        if len(text) > limits.max_chars:
             raise LimitExceeded(
-                f"{where}sentence {i} is too long: at most {limits.max_chars} characters. "
-                f"Received: {len(sentence)} characters; split it into shorter sentences.")
-    if len(request.request_id) > MAX_REQUEST_ID_CHARS:
+                f"{where}{noun} {i} is too long: at most {limits.max_chars} characters. "
+                f"Received: {len(text)} characters; split it into shorter sentences.")
+
+
+def _check_request_id(request_id: str, where: str = "") -> None:
+    if len(request_id) > MAX_REQUEST_ID_CHARS:
         raise InvalidArgument(
             f"{where}request_id is too long: at most {MAX_REQUEST_ID_CHARS} characters. "
-            f"Received: {len(request.request_id)} characters.")
-    with_alignment = request.with_alignment if request.HasField("with_alignment") else True
-    return ParsedRequest(tuple(request.sentences), _options(request, limits, where),
-                         with_alignment, request.request_id)
+            f"Received: {len(request_id)} characters.")
+
+
+def _with_alignment(request) -> bool:
+    return request.with_alignment if request.HasField("with_alignment") else True
 
 
 def _options(request, limits: Limits, where: str) -> DecodeOptions:
@@ -119,8 +178,12 @@ def lenient_deserializer(message_class) -> Callable[[bytes], object]:
 
     gRPC answers a deserialization failure with a bare INTERNAL error; this
     one returns an `UndecodableRequest` naming the problem (for text that is
-    not UTF-8: which sentence and where), which the servicer answers with
-    INVALID_ARGUMENT.
+    not UTF-8: which field, which element and where), which the servicer
+    answers with INVALID_ARGUMENT.
+
+    Args:
+        message_class: a request message with text in `TEXT_FIELDS`, e.g.
+            `TranslateRequest` or `AlignRequest`.
     """
     as_bytes = _bytes_twin(message_class)
 
@@ -128,19 +191,19 @@ def lenient_deserializer(message_class) -> Callable[[bytes], object]:
         try:
             return message_class.FromString(data)
         except message.DecodeError:
-            return UndecodableRequest(_explain(as_bytes, data))
+            return UndecodableRequest(_explain(as_bytes, data, message_class))
 
     return deserialize
 
 
 def _bytes_twin(message_class):
-    """The same message type with `sentences` as `bytes`, in a private descriptor pool."""
+    """The same message type with its `TEXT_FIELDS` as `bytes`, in a private descriptor pool."""
     file_proto = descriptor_pb2.FileDescriptorProto()
     message_class.DESCRIPTOR.file.CopyToProto(file_proto)
     for message_proto in file_proto.message_type:
         if message_proto.name == message_class.DESCRIPTOR.name:
             for field in message_proto.field:
-                if field.name == "sentences":
+                if field.name in TEXT_FIELDS:
                     field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
     pool = descriptor_pool.DescriptorPool()
     pool.Add(file_proto)
@@ -148,16 +211,18 @@ def _bytes_twin(message_class):
         pool.FindMessageTypeByName(message_class.DESCRIPTOR.full_name))
 
 
-def _explain(as_bytes, data: bytes) -> str:
+def _explain(as_bytes, data: bytes, message_class) -> str:
     try:
         request = as_bytes.FromString(data)
     except message.DecodeError:
-        return "the request is not a valid TranslateRequest message; check the client's proto."
-    for i, raw in enumerate(request.sentences):
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            return (f"sentence {i} is not valid UTF-8 (byte {raw[error.start]:#04x} at offset "
-                    f"{error.start}); send UTF-8 text, e.g. decode your input with "
-                    "errors='replace'.")
+        return (f"the request is not a valid {message_class.DESCRIPTOR.name} message; check the "
+                "client's proto.")
+    for field, noun in TEXT_FIELDS.items():
+        for i, raw in enumerate(getattr(request, field, ())):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                return (f"{noun} {i} is not valid UTF-8 (byte {raw[error.start]:#04x} at "
+                        f"offset {error.start}); send UTF-8 text, e.g. decode your input with "
+                        "errors='replace'.")
     return "the request has a string field that is not valid UTF-8; send UTF-8 text."

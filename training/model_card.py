@@ -45,7 +45,36 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def render(run: Path, evaluation: dict, export: Path, note: str = "") -> str:
+def _guidance(summary: dict) -> str:
+    guide = summary.get("guided_alignment") or {}
+    if guide.get("type", "none") == "none":
+        return "- No guided alignment: attention learned from the translation loss alone."
+    return (
+        f"- Guided alignment: attention supervised by eflomal word alignments of the "
+        f"training pairs ({guide['symmetrization']}, mapped onto the pieces), "
+        f"`{guide['type']}` loss with weight {guide['weight']} added to the translation loss."
+    )
+
+
+def _weights(metadata: dict) -> str:
+    steps = metadata.get("averaged_checkpoints")
+    if steps:
+        return (f"- Exported weights: the mean of the last {len(steps)} checkpoints "
+                f"(steps {', '.join(f'{s:,}' for s in steps)}).")
+    return "- Exported weights: the checkpoint with the best dev BLEU."
+
+
+def _other_sets(other: dict[str, dict]) -> list[str]:
+    rows = []
+    for name, result in other.items():
+        t = result["translation"]
+        rows.append(f"| BLEU / chrF, {name} | {t['bleu']:.2f} / {t['chrf']:.2f} | "
+                    f"{t['sentences']} sentences, one reference, beam {t['beam_size']} |")
+    return rows
+
+
+def render(run: Path, evaluation: dict, export: Path, note: str = "",
+           other: dict[str, dict] | None = None) -> str:
     summary = json.loads((run / "summary.json").read_text())
     history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
     config = (run / "config.yaml").read_text()
@@ -100,6 +129,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "") -> str:
             f"{alignment['pairs']} pairs; precision {alignment['precision']:.3f}, "
             f"recall {alignment['recall']:.3f} |"
         )
+    lines += _other_sets(other or {})
     if best:
         lines.append(
             f"| best dev BLEU during training | {best['bleu']:.2f} | greedy, step {best['step']} |"
@@ -112,6 +142,8 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "") -> str:
         f"{minutes:.0f} minutes of wall clock on {cpu_model()} (2 cores, no GPU), "
         f"TensorFlow {summary['tensorflow']}, Python {summary['python']}."
         + (f" {note}" if note else ""),
+        _guidance(summary),
+        _weights(metadata),
         "- Reproduce:",
         "",
         "```sh",
@@ -140,9 +172,18 @@ def main() -> None:
     parser.add_argument("--export", type=Path, required=True, help="the exported version dir")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--note", default="", help="a sentence about this run's conditions")
+    parser.add_argument("--other", action="append", default=[], metavar="NAME=JSON",
+                        help="`nmt evaluate --json` of another test set, e.g. "
+                             "'Multi30k test 2017=multi30k.json'; repeat for more")
     args = parser.parse_args()
     evaluation = json.loads(args.evaluation.read_text())
-    args.out.write_text(render(args.run, evaluation, args.export, args.note))
+    other = {}
+    for item in args.other:
+        name, sep, path = item.partition("=")
+        if not sep:
+            parser.error(f"--other takes NAME=JSON. Received: {item!r}")
+        other[name] = json.loads(Path(path).read_text())
+    args.out.write_text(render(args.run, evaluation, args.export, args.note, other))
 
 
 if __name__ == "__main__":

@@ -91,3 +91,79 @@ def test_train_rejects_malformed_overrides(item, capsys):
     code, _, err = run_cli(["train", "--config", "x.yaml", "--run", "r", "--set", item], capsys)
     assert code == 2
     assert "SECTION.KEY=VALUE" in err
+
+
+def test_align_writes_one_pharaoh_line_per_pair(tiny_model_dir, capsys, tmp_path):
+    source, target = tmp_path / "en.txt", tmp_path / "fr.txt"
+    source.write_text("I love you .\nthe cat\n\n")
+    target.write_text("je t' aime .\nle chat\n\n")
+    code, out, _ = run_cli(["align", "--model", str(tiny_model_dir), "--source", str(source),
+                            "--target", str(target)], capsys)
+    assert code == 0
+    lines = out.split("\n")[:-1]
+    assert len(lines) == 3 and lines[2] == "", "a blank pair keeps its (empty) line"
+    words = [len("je t' aime .".split()), len("le chat".split())]
+    for line, target_words in zip(lines[:2], words, strict=True):
+        links = [tuple(int(x) for x in link.split("-")) for link in line.split()]
+        assert links and all(j < target_words for _, j in links)
+
+
+def test_align_json_lines_from_a_tsv(tiny_model_dir, capsys, tmp_path):
+    pairs, output = tmp_path / "pairs.tsv", tmp_path / "out.jsonl"
+    pairs.write_text("I love you.\tJe t'aime.\nThe cat.\tLe chat.\n")
+    code, _, _ = run_cli(["align", "--model", str(tiny_model_dir), "--tsv", str(pairs),
+                          "--alignment", "--output", str(output)], capsys)
+    assert code == 0
+    records = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [r["target"] for r in records] == ["Je t'aime.", "Le chat."]
+    for record in records:
+        matrix = record["alignment"]
+        assert len(matrix) == len(record["target_tokens"])
+        assert all(len(row) == len(record["source_tokens"]) for row in matrix)
+
+
+def test_align_refuses_a_missing_target(tiny_model_dir, capsys, tmp_path):
+    source, target = tmp_path / "en.txt", tmp_path / "fr.txt"
+    source.write_text("I love you .\nthe cat\n")
+    target.write_text("je t' aime .\n\n")
+    code, _, err = run_cli(["align", "--model", str(tiny_model_dir), "--source", str(source),
+                            "--target", str(target)], capsys)
+    assert code == 2
+    assert "pair 2 has a source but an empty target" in err
+
+
+def test_align_corpus_writes_links_for_every_pair(capsys, tmp_path, tiny_pairs_path):
+    pytest.importorskip("eflomal", reason="needs the [align] extra (installed by [dev])")
+    config = tmp_path / "c.yaml"
+    config.write_text(f"data: {{train: {tiny_pairs_path}, dev: {tiny_pairs_path}}}\n"
+                      "tokenizer: {vocab_size: 150}\n")
+    code, out, _ = run_cli(["align-corpus", "--config", str(config), "--run",
+                            str(tmp_path / "run"), "--symmetrization", "grow-diag-final-and"],
+                           capsys)
+    assert code == 0
+    lines = (tmp_path / "run" / "alignments.txt").read_text().splitlines()
+    assert f"{len(lines)} pairs aligned" in out
+    assert (tmp_path / "run" / "tokenizer" / "tokenizer.json").exists()
+
+
+def test_translate_prints_only_its_own_output(tiny_model_dir):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "NMT_VERBOSE")}
+    done = subprocess.run(
+        [sys.executable, "-m", "nmt.cli", "translate", "--model", str(tiny_model_dir),
+         "--beam-size", "1", "Good morning."],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "", "no TensorFlow, absl or SentencePiece logs"
+    assert len(done.stdout.splitlines()) == 1
+    failed = subprocess.run(
+        [sys.executable, "-m", "nmt.cli", "translate", "--model", str(tiny_model_dir),
+         "--beam-size", "0", "Hi."],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )
+    assert failed.returncode == 2
+    assert failed.stderr.startswith("nmt translate: error: beam_size"), "errors still show"

@@ -13,6 +13,8 @@ from serving.testing import ServerThread
 
 OPTIONS = DecodeOptions(beam_size=3, n_best=2)
 SENTENCES = ["Hello.", "How are you today?", ""]
+SOURCES = ["The cat is black.", "How are you today?"]
+TARGETS = ["Le chat est noir.", "Comment allez-vous aujourd'hui ?"]
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +77,44 @@ def test_a_single_string_is_refused_before_sending(server):
             client.translate("Hello.")
 
 
+def test_align_returns_the_translators_alignments(server, direct):
+    with TranslationClient(server.target, timeout=60) as client:
+        served = client.align(SOURCES + [""], TARGETS + [""])
+
+    _assert_same(served[:2], direct.align(SOURCES, TARGETS))
+    for pair in served[:2]:
+        assert pair.alignment.shape == (len(pair.target_tokens), len(pair.source_tokens))
+        np.testing.assert_allclose(pair.alignment.sum(axis=1), 1.0, rtol=1e-4)
+    assert served[2].text == "" and served[2].alignment.shape == (0, 0)
+
+
+def test_align_without_alignment_the_matrix_is_empty(server):
+    with TranslationClient(server.target, timeout=60) as client:
+        [pair] = client.align(SOURCES[:1], TARGETS[:1], with_alignment=False)
+
+    assert pair.alignment.shape == (0, 0) and pair.text == TARGETS[0] and pair.word_alignment
+
+
+@pytest.mark.parametrize("sources, targets, match", [
+    ("Hello.", ["Bonjour."], "sources must be a sequence of strings, not a single string"),
+    (["Hello."], "Bonjour.", "targets must be a sequence of strings, not a single string"),
+    (["Hello."], [b"Bonjour."], "target 0 must be a str. Received: bytes"),
+])
+def test_align_arguments_are_checked_before_sending(server, sources, targets, match):
+    with TranslationClient(server.target) as client:
+        with pytest.raises(TypeError, match=match):
+            client.align(sources, targets)
+
+
+def test_align_with_mismatched_counts_is_invalid_argument(server):
+    with TranslationClient(server.target, timeout=60) as client:
+        with pytest.raises(grpc.RpcError) as error:
+            client.align(SOURCES, TARGETS[:1])
+
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "2 sources and 1 targets" in error.value.details()
+
+
 def test_errors_are_rpc_errors_with_the_servers_message(server):
     with TranslationClient(server.target, timeout=60) as client:
         with pytest.raises(grpc.RpcError) as error:
@@ -103,11 +143,15 @@ def test_async_client(server, direct):
                 yield ["How are you today?"]
 
             streamed = [r async for r in client.translate_stream(batches(), OPTIONS)]
-            return translated, streamed, await client.model_info()
+            aligned = await client.align(SOURCES, TARGETS)
+            with pytest.raises(TypeError, match="sources must be a sequence"):
+                await client.align("Hello.", ["Bonjour."])
+            return translated, streamed, aligned, await client.model_info()
 
-    translated, streamed, info = asyncio.run(main())
+    translated, streamed, aligned, info = asyncio.run(main())
 
     expected = direct.translate(SENTENCES[:2], OPTIONS)
     _assert_same(translated, expected)
     _assert_same([r[0] for r in streamed], expected)
+    _assert_same(aligned, direct.align(SOURCES, TARGETS))
     assert info["version"] == 1

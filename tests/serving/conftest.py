@@ -14,8 +14,9 @@ import pytest
 class Gate:
     """Wraps `Translator.load` so tests can hold model calls (warm-up included) at will.
 
-    `calls` records the sentences of every model call; `started` is set when
-    a call begins; while `is_open` is cleared, calls wait.
+    `calls` records the sentences of every model call (the sources of an
+    `align` call); `started` is set when a call begins; while `is_open` is
+    cleared, calls wait.
     """
 
     def __init__(self):
@@ -42,11 +43,18 @@ class GatedTranslator:
         self.inner, self._gate, self.info = inner, gate, inner.info
 
     def translate(self, sentences, options=None):
+        self._pass(sentences)
+        return self.inner.translate(sentences, options)
+
+    def align(self, sources, targets):
+        self._pass(sources)
+        return self.inner.align(sources, targets)
+
+    def _pass(self, sentences) -> None:
         self._gate.calls.append(list(sentences))
         self._gate.started.set()
         if not self._gate.is_open.wait(60):
             raise TimeoutError("the test gate stayed closed")
-        return self.inner.translate(sentences, options)
 
 
 @pytest.fixture

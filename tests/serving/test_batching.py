@@ -1,4 +1,4 @@
-"""Dynamic batching with a fake model: grouping, limits, deadlines, cancellation."""
+"""Dynamic batching with a fake model: grouping, limits, deadlines, cancellation, Align."""
 
 import asyncio
 import threading
@@ -7,30 +7,36 @@ import time
 import pytest
 
 from nmt.types import DecodeOptions, Hypothesis, Translation
-from serving.batching import Batcher, BatchingConfig
+from serving.batching import ALIGN, TRANSLATE, Batcher, BatchingConfig
 from serving.errors import DeadlineExpired, LimitExceeded, ModelUnavailable
 from serving.metrics import ServingMetrics
 
 
 class FakeModel:
-    """Uppercases sentences; records each call; can be held with `gate`."""
+    """Uppercases sentences, or "aligns" a pair as its target; records each call; can be held.
+
+    `calls` holds `(inputs, options)` of every call and `kinds` its kind.
+    """
 
     def __init__(self):
-        self.calls: list[tuple[list[str], DecodeOptions]] = []
+        self.calls: list[tuple[list, DecodeOptions | None]] = []
+        self.kinds: list[str] = []
         self.gate = threading.Event()
         self.gate.set()
         self.started = threading.Event()
         self.fail_with: Exception | None = None
 
-    def __call__(self, sentences, options):
-        self.calls.append((list(sentences), options))
+    def __call__(self, kind, inputs, options):
+        self.calls.append((list(inputs), options))
+        self.kinds.append(kind)
         self.started.set()
         self.gate.wait(10)
         if self.fail_with is not None:
             raise self.fail_with
+        pairs = inputs if kind == ALIGN else [(s, s.upper()) for s in inputs]
         return 7, [Translation(source=s, source_tokens=tuple(s.split()), nbest=(Hypothesis(
-            text=s.upper(), target_tokens=tuple(s.upper().split()), score=-1.0,
-            alignment=None, word_alignment=()),)) for s in sentences]
+            text=t, target_tokens=tuple(t.split()), score=-1.0,
+            alignment=None, word_alignment=()),)) for s, t in pairs]
 
     def hold(self):
         self.started.clear()
@@ -241,6 +247,64 @@ def test_metrics_count_batches_sentences_and_tokens():
         assert _value(metrics, "nmt_queue_depth") == 0
 
     run(test, BatchingConfig(max_wait_ms=100))
+
+
+def test_concurrent_align_requests_share_one_batch_and_get_their_own_results():
+    async def test(batcher, model, metrics):
+        requests = [(["a b"], ["A B c"]), (["c", "d e"], ["C", "D E"])]
+        results = await asyncio.gather(*(batcher.align(s, t) for s, t in requests))
+        assert model.kinds == [ALIGN]
+        assert model.calls == [([("a b", "A B c"), ("c", "C"), ("d e", "D E")], None)]
+        for (sources, targets), (translations, version) in zip(requests, results, strict=True):
+            assert [t.source for t in translations] == sources
+            assert [t.text for t in translations] == targets
+            assert version == 7
+        assert _value(metrics, "nmt_batch_size_count") == 1
+        assert _value(metrics, "nmt_batch_size_sum") == 3
+
+    run(test, BatchingConfig(max_wait_ms=100))
+
+
+def test_align_and_translate_never_share_a_model_call():
+    async def test(batcher, model, metrics):
+        (translated, _), (aligned, _) = await asyncio.gather(
+            batcher.translate(["a", "b"], DecodeOptions()), batcher.align(["c"], ["C!"]))
+        assert sorted(zip(model.kinds, (c for c, _ in model.calls), strict=True)) == [
+            (ALIGN, [("c", "C!")]), (TRANSLATE, ["a", "b"])]
+        assert [t.text for t in translated] == ["A", "B"] and aligned[0].text == "C!"
+
+    run(test, BatchingConfig(max_wait_ms=100))
+
+
+def test_blank_pairs_are_answered_without_the_model():
+    async def test(batcher, model, metrics):
+        aligned, version = await batcher.align(["", " "], ["", "\t"])
+        assert model.calls == [] and version is None
+        assert [t.text for t in aligned] == ["", ""] and aligned[1].alignment.shape == (0, 0)
+        mixed, _ = await batcher.align(["", "", "hi"], ["", "Salut", "Salut"])
+        assert model.calls == [([("", "Salut"), ("hi", "Salut")], None)]  # a blank source alone
+        assert [t.text for t in mixed] == ["", "Salut", "Salut"]
+
+    run(test)
+
+
+def test_align_pairs_count_against_the_same_queue_and_deadlines():
+    async def test(batcher, model, metrics):
+        blocker = await _blocker(batcher, model)
+        queued = asyncio.ensure_future(batcher.align(["a", "b"], ["A", "B"]))
+        deadline = asyncio.get_running_loop().time() + 0.05
+        late = asyncio.ensure_future(batcher.align(["late"], ["tard"], deadline))
+        await asyncio.sleep(0.01)
+        with pytest.raises(LimitExceeded, match=r"3 sentences are queued .* \(queue limit 3\)"):
+            await batcher.translate(["d"], DecodeOptions())
+        await asyncio.sleep(0.1)
+        model.gate.set()
+        await asyncio.gather(blocker, queued)
+        with pytest.raises(DeadlineExpired):
+            await late
+        assert model.calls[1:] == [([("a", "A"), ("b", "B")], None)]
+
+    run(test, BatchingConfig(max_queue=3))
 
 
 @pytest.mark.parametrize("kwargs, match", [

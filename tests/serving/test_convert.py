@@ -7,6 +7,7 @@ import pytest
 
 from nmt.types import DecodeOptions, Hypothesis, Translation
 from serving import convert, protos
+from serving.batching import blank_translation
 from serving.validation import Limits, parse_request
 
 pb2, _ = protos.load()
@@ -52,6 +53,22 @@ def test_without_alignment_the_matrix_is_empty_but_links_stay():
     assert back.word_alignment == ((0, 0), (2, 1))
 
 
+def test_align_response_round_trip_keeps_every_pair_in_order():
+    rng = np.random.default_rng(2)
+    pairs = [_translation(rng), blank_translation("")]
+    response = pb2.AlignResponse(alignments=[convert.translation_to_proto(t) for t in pairs])
+    wire = pb2.AlignResponse.FromString(response.SerializeToString())
+
+    back = convert.alignments_from_response(wire, [t.source for t in pairs])
+
+    assert [t.source for t in back] == ["How are you ?", ""]
+    assert back[0].alignment.shape == pairs[0].alignment.shape  # (T, S)
+    assert back[0].word_alignment == pairs[0].word_alignment
+    assert back[1].text == "" and back[1].alignment.shape == (0, 0)
+    with pytest.raises(RuntimeError, match="answered 2 alignments for 3 pairs"):
+        convert.alignments_from_response(wire, ["a", "b", "c"])
+
+
 def test_options_survive_the_wire_exactly():
     options = DecodeOptions(beam_size=3, max_length_ratio=1.7, length_penalty=0.6,
                             coverage_penalty=0.2, n_best=2, replace_unknown=False)
@@ -91,3 +108,17 @@ def test_model_info_round_trip():
     assert got["scores"] == {"test.bleu": pytest.approx(30.1)}
     assert got["metadata"]["scores"] == {"test": {"bleu": 30.1}}
     assert got["limits"]["max_sentences"] == 7
+
+
+def test_model_info_reports_the_aer_that_evaluate_json_records():
+    # `nmt evaluate --json` writes this; `nmt export --metadata` merges it into the metadata.
+    evaluation = {"scores": {"test_bleu": 45.53, "test_chrf": 62.59, "alibi_aer": 0.668},
+                  "alignment": {"aer": 0.668, "precision": 0.3354, "recall": 0.3261}}
+    info = types.SimpleNamespace(name="en-fr", version=2, attention="", source_vocab_size=1,
+                                 target_vocab_size=1, metadata={"name": "en-fr", **evaluation})
+
+    message = pb2.GetModelInfoResponse.FromString(
+        convert.model_info_to_proto(info, Limits()).SerializeToString())
+
+    assert dict(message.scores) == pytest.approx(
+        {"test_bleu": 45.53, "test_chrf": 62.59, "alibi_aer": 0.668})

@@ -28,6 +28,9 @@ class FakeTranslator:
             raise RuntimeError("graph error")
         return [f"v{self.info.version}:{s}" for s in sentences]
 
+    def align(self, sources, targets):
+        return [f"v{self.info.version}:{s}={t}" for s, t in zip(sources, targets, strict=True)]
+
 
 class CountingLoader:
     def __init__(self):
@@ -55,6 +58,8 @@ def store(tmp_path):
 def test_nothing_serves_before_the_first_load(store):
     with pytest.raises(ModelUnavailable, match="no model is loaded yet .* SERVING"):
         store.translate(["a"], DecodeOptions())
+    with pytest.raises(ModelUnavailable, match="no model is loaded yet"):
+        store.align(["a"], ["A"])
     assert store.version is None and store.refresh() is False
 
 
@@ -68,6 +73,7 @@ def test_the_highest_complete_version_serves_after_its_warm_up(store, tmp_path):
     assert store.version == 3 and store._loader.loaded == [3]
     assert store.translator.calls == [list(WARMUP_SENTENCES)]
     assert store.translate(["a"], DecodeOptions()) == (3, ["v3:a"])
+    assert store.align(["a", "b"], ["A", "B"]) == (3, ["v3:a=A", "v3:b=B"])
     assert store.refresh() is False and store._loader.loaded == [3]
 
 

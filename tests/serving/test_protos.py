@@ -25,12 +25,16 @@ def test_is_stale_when_missing_or_older_than_the_proto(tmp_path):
     assert protos.is_stale(tmp_path)
 
 
-def test_the_service_has_its_three_rpcs():
+def test_the_service_has_its_four_rpcs():
     pb2, pb2_grpc = protos.load()
 
     assert pb2.DESCRIPTOR.package == "nmt.v1"
     service = pb2.DESCRIPTOR.services_by_name["TranslationService"]
-    assert {m.name for m in service.methods} == {"Translate", "TranslateStream", "GetModelInfo"}
+    assert {m.name for m in service.methods} == {
+        "Translate", "TranslateStream", "Align", "GetModelInfo"}
+    align = service.methods_by_name["Align"]
+    assert (align.input_type.name, align.output_type.name) == ("AlignRequest", "AlignResponse")
+    assert align.output_type.fields_by_name["alignments"].message_type.name == "Translation"
     stream = service.methods_by_name["TranslateStream"]
     assert stream.client_streaming and stream.server_streaming
     assert hasattr(pb2_grpc, "TranslationServiceStub")

@@ -52,6 +52,8 @@ def test_health_is_not_serving_until_warm_then_serving_then_not_serving_on_shutd
         assert gate.started.wait(60)  # loaded, warming up
         assert _status(channel) == NOT_SERVING and _status(channel, "") == NOT_SERVING
         for call in (lambda: stub.Translate(_fast(["Hello."]), timeout=10),
+                     lambda: stub.Align(pb2.AlignRequest(sources=["Hi."], targets=["Salut."]),
+                                        timeout=10),
                      lambda: stub.GetModelInfo(pb2.GetModelInfoRequest(), timeout=10)):
             with pytest.raises(grpc.RpcError) as error:
                 call()

@@ -1,5 +1,9 @@
 """Every RPC, error code and limit against an in-process server with the tiny model."""
 
+import asyncio
+import json
+import logging
+import shutil
 import time
 
 import grpc
@@ -8,9 +12,12 @@ import pytest
 
 from nmt.client import TranslationClient
 from nmt.types import DecodeOptions
-from serving import protos
+from serving import convert, protos
 from serving.batching import BatchingConfig
+from serving.metrics import ServingMetrics
+from serving.model_store import ModelStore
 from serving.server import ServerConfig
+from serving.servicer import TranslationServicer
 from serving.testing import ServerThread, free_port, scrape_metrics
 from serving.validation import Limits
 
@@ -18,6 +25,9 @@ pb2, pb2_grpc = protos.load()
 LIMITS = Limits(max_sentences=8, max_chars=60, max_message_bytes=1024, max_beam_size=6)
 FAST = DecodeOptions(beam_size=2)
 TRANSLATE = "/nmt.v1.TranslationService/Translate"
+ALIGN = "/nmt.v1.TranslationService/Align"
+SOURCES = ["The cat is black.", "How are you today?", "Hello."]
+TARGETS = ["Le chat est noir.", "Comment allez-vous aujourd'hui ?", "Bonjour."]
 
 
 @pytest.fixture(scope="module")
@@ -232,6 +242,23 @@ def test_reflection_lists_the_services(server):
     assert {"nmt.v1.TranslationService", "grpc.health.v1.Health"} <= names
 
 
+def test_reflection_describes_the_align_rpc(server):
+    from google.protobuf import descriptor_pb2
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    with grpc.insecure_channel(server.target) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        request = reflection_pb2.ServerReflectionRequest(
+            file_containing_symbol="nmt.v1.TranslationService")
+        response = next(stub.ServerReflectionInfo(iter([request])))
+
+    files = [descriptor_pb2.FileDescriptorProto.FromString(raw)
+             for raw in response.file_descriptor_response.file_descriptor_proto]
+    methods = {m.name: (m.input_type, m.output_type)
+               for f in files for service in f.service for m in service.method}
+    assert methods["Align"] == (".nmt.v1.AlignRequest", ".nmt.v1.AlignResponse")
+
+
 def test_metrics_endpoint_counters_move(server, client, stub):
     port = server.server.metrics_port
     before = scrape_metrics(port)
@@ -255,3 +282,140 @@ def test_metrics_endpoint_counters_move(server, client, stub):
     served = [dict(labels) for (name, labels), value in after.items()
               if name == "nmt_model_info" and value == 1]
     assert [(s["name"], s["version"]) for s in served] == [("tiny", "1")]
+
+
+# --- Align -----------------------------------------------------------------------------------
+
+
+def _align_request(sources, targets, **fields):
+    return pb2.AlignRequest(sources=sources, targets=targets, **fields)
+
+
+def test_align_matches_the_translator(server, client):
+    direct = server.server.store.translator.inner.align(SOURCES, TARGETS)
+
+    served = client.align(SOURCES, TARGETS)
+
+    for got, want in zip(served, direct, strict=True):
+        assert (got.source, got.source_tokens) == (want.source, want.source_tokens)
+        assert (got.text, got.target_tokens) == (want.text, want.target_tokens)
+        assert got.word_alignment == want.word_alignment
+        assert got.score == pytest.approx(want.score, rel=1e-6)
+        np.testing.assert_allclose(got.alignment, want.alignment, rtol=1e-6)
+
+
+def test_align_answers_one_forced_translation_per_pair(server, stub, caplog):
+    before = server.server.metrics.registry.get_sample_value(
+        "nmt_requests_total", {"method": "Align", "code": "OK"}) or 0
+
+    with caplog.at_level(logging.INFO, logger="nmt.serving.requests"):
+        response = stub.Align(_align_request(SOURCES, TARGETS, request_id="pairs-1"))
+
+    assert response.request_id == "pairs-1" and response.model_version == 1
+    assert len(response.alignments) == len(SOURCES)
+    for pair, source, target in zip(response.alignments, SOURCES, TARGETS, strict=True):
+        [hypothesis] = pair.hypotheses
+        assert hypothesis.text == target
+        matrix = np.array([row.weights for row in hypothesis.alignment])
+        assert matrix.shape == (len(hypothesis.target_tokens), len(pair.source_tokens))  # (T, S)
+        np.testing.assert_allclose(matrix.sum(axis=1), 1.0, rtol=1e-4)
+        links = convert.parse_pharaoh(hypothesis.word_alignment)
+        assert links and all(0 <= i < len(source.split()) and 0 <= j < len(target.split())
+                             for i, j in links)
+    assert server.server.metrics.registry.get_sample_value(
+        "nmt_requests_total", {"method": "Align", "code": "OK"}) == before + 1
+    [line] = [json.loads(r.getMessage()) for r in caplog.records
+              if r.name == "nmt.serving.requests"]
+    assert (line["method"], line["sentences"]) == ("Align", len(SOURCES))
+
+
+def test_align_without_alignment_sends_no_matrix_but_the_links(stub):
+    response = stub.Align(_align_request(SOURCES[:1], TARGETS[:1], with_alignment=False))
+
+    hypothesis = response.alignments[0].hypotheses[0]
+    assert len(hypothesis.alignment) == 0 and hypothesis.word_alignment
+    assert len(hypothesis.target_tokens) > 0
+
+
+def test_align_answers_a_blank_pair_with_an_empty_alignment(client):
+    blank, pair = client.align(["  ", "Hello."], ["", "Bonjour."])
+
+    assert blank.text == "" and blank.alignment.shape == (0, 0) and blank.word_alignment == ()
+    assert pair.text == "Bonjour." and pair.alignment.shape[1] == len(pair.source_tokens)
+
+
+@pytest.mark.parametrize("sources, targets, expected", [
+    (["a", "b"], ["A"], "Received: 2 sources and 1 targets"),
+    (["a", "b"], ["A", " "], "pair 1: the target is empty but the source is not"),
+])
+def test_align_malformed_pairs_are_invalid_argument(stub, sources, targets, expected):
+    code, details = _code(lambda: stub.Align(_align_request(sources, targets)))
+
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and expected in details
+
+
+@pytest.mark.parametrize("sources, targets, expected", [
+    (["a"] * 9, ["A"] * 9, "at most 8 per request. Received: 9 pairs"),
+    (["a"], ["x" * 61], "target 0 is too long: at most 60 characters. Received: 61"),
+    (["😀" * 60] * 8, ["a"] * 8, "1024"),  # over the message size limit
+])
+def test_align_limits_are_resource_exhausted(stub, sources, targets, expected):
+    code, details = _code(lambda: stub.Align(_align_request(sources, targets)))
+
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and expected in details
+
+
+def test_align_invalid_utf8_names_the_target(server):
+    data = _align_request(["ok", "ok"], ["ok", "ab"]).SerializeToString().replace(
+        b"ab", b"\xc3(")
+    with grpc.insecure_channel(server.target) as channel:
+        raw = channel.unary_unary(ALIGN, response_deserializer=pb2.AlignResponse.FromString)
+        code, details = _code(lambda: raw(data, timeout=30))
+
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "target 1 is not valid UTF-8" in details
+
+
+def test_concurrent_align_requests_share_a_model_call_but_not_with_translations(
+        server, stub, module_gate):
+    gate, batcher = module_gate, server.server._batcher
+    gate.close()
+    try:
+        blocker = stub.Translate.future(_request(["Hold the model."], beam_size=1))
+        assert gate.started.wait(30)
+        first = len(gate.calls)
+        calls = [stub.Align.future(_align_request(SOURCES[:2], TARGETS[:2])),
+                 stub.Translate.future(_request(["Translate me."], beam_size=1)),
+                 stub.Align.future(_align_request(SOURCES[2:], TARGETS[2:]))]
+        end = time.monotonic() + 30
+        while batcher.depth < 4:
+            assert time.monotonic() < end, "the requests never queued"
+            time.sleep(0.01)
+    finally:
+        gate.open()
+
+    assert len(blocker.result(60).translations) == 1
+    first_pairs, translated, last_pair = (call.result(60) for call in calls)
+    assert [t.hypotheses[0].text for t in first_pairs.alignments] == TARGETS[:2]
+    assert len(translated.translations) == 1
+    assert [t.hypotheses[0].text for t in last_pair.alignments] == TARGETS[2:]
+    later = sorted(sorted(call) for call in gate.calls[first:])
+    assert later == [sorted(SOURCES), ["Translate me."]]
+
+
+def test_model_info_reports_the_aer_recorded_in_the_export(tiny_model_dir, tmp_path):
+    base = tmp_path / "models"
+    shutil.copytree(tiny_model_dir / "1", base / "1")
+    metadata_path = base / "1" / "assets.extra" / "nmt_metadata.json"
+    metadata = json.loads(metadata_path.read_text())
+    # What `nmt evaluate --json` writes, merged the way `nmt export --metadata` merges it.
+    metadata.update({"scores": {"test_bleu": 12.5, "alibi_aer": 0.4321},
+                     "alignment": {"aer": 0.4321, "precision": 0.5, "recall": 0.6}})
+    metadata_path.write_text(json.dumps(metadata))
+    store = ModelStore(base, ServingMetrics())
+    assert store.refresh()
+    servicer = TranslationServicer(store, batcher=None, limits=LIMITS)
+
+    response = asyncio.run(servicer.GetModelInfo(pb2.GetModelInfoRequest(), None))
+
+    assert dict(response.scores) == pytest.approx({"test_bleu": 12.5, "alibi_aer": 0.4321})
+    assert json.loads(response.metadata_json)["alignment"]["aer"] == 0.4321

@@ -5,7 +5,13 @@ import pytest
 from nmt.types import DecodeOptions
 from serving import protos
 from serving.errors import InvalidArgument, LimitExceeded
-from serving.validation import Limits, UndecodableRequest, lenient_deserializer, parse_request
+from serving.validation import (
+    Limits,
+    UndecodableRequest,
+    lenient_deserializer,
+    parse_align_request,
+    parse_request,
+)
 
 pb2, _ = protos.load()
 LIMITS = Limits(max_sentences=3, max_chars=10, max_beam_size=6)
@@ -101,3 +107,75 @@ def test_garbage_is_refused_not_crashed_on():
 
     assert isinstance(request, UndecodableRequest)
     assert "not a valid TranslateRequest" in request.reason
+
+
+# --- AlignRequest ----------------------------------------------------------------------------
+
+
+def _align(sources, targets, **fields):
+    return pb2.AlignRequest(sources=sources, targets=targets, **fields)
+
+
+def test_align_defaults_and_fields_are_carried():
+    parsed = parse_align_request(_align(["Hi.", ""], ["Salut.", " "]), LIMITS)
+    assert parsed.sources == ("Hi.", "") and parsed.targets == ("Salut.", " ")
+    assert parsed.with_alignment is True and parsed.request_id == ""
+
+    parsed = parse_align_request(
+        _align(["Hi."], ["Salut."], with_alignment=False, request_id="a1"), LIMITS)
+    assert parsed.with_alignment is False and parsed.request_id == "a1"
+
+
+def test_align_counts_must_match_and_both_are_named():
+    with pytest.raises(InvalidArgument, match=r"Received: 2 sources and 1 targets"):
+        parse_align_request(_align(["a", "b"], ["A"]), LIMITS)
+
+
+def test_align_too_many_pairs_names_the_limit_and_the_count():
+    with pytest.raises(LimitExceeded, match=r"at most 3 per request\. Received: 4 pairs"):
+        parse_align_request(_align(["a"] * 4, ["A"] * 4), LIMITS)
+
+
+@pytest.mark.parametrize("sources, targets, match", [
+    (["ok", "é" * 11], ["ok", "ok"], r"source 1 is too long: at most 10 .* 11 characters"),
+    (["ok", "ok"], ["ok", "é" * 11], r"target 1 is too long: at most 10 .* 11 characters"),
+])
+def test_align_text_length_is_limited_on_both_sides(sources, targets, match):
+    parse_align_request(_align(["é" * 10], ["é" * 10]), LIMITS)
+    with pytest.raises(LimitExceeded, match=match):
+        parse_align_request(_align(sources, targets), LIMITS)
+
+
+@pytest.mark.parametrize("blank", ["", "  \t"])
+def test_align_a_blank_target_for_a_source_names_the_pair(blank):
+    with pytest.raises(InvalidArgument, match=r"^pair 2: the target is empty but the source"):
+        parse_align_request(_align(["a", "", "c"], ["A", "", blank]), LIMITS)
+
+
+def test_align_long_request_id_is_refused():
+    with pytest.raises(InvalidArgument, match="request_id is too long"):
+        parse_align_request(_align(["a"], ["A"], request_id="x" * 129), LIMITS)
+
+
+@pytest.mark.parametrize("field, noun", [("sources", "source"), ("targets", "target")])
+def test_align_invalid_utf8_names_the_field_and_the_index(field, noun):
+    deserialize = lenient_deserializer(pb2.AlignRequest)
+    texts = {"sources": ["ok", "ok"], "targets": ["ok", "ok"]}
+    texts[field] = ["ok", "ab"]
+    data = pb2.AlignRequest(**texts).SerializeToString().replace(b"ab", b"a\xff")
+
+    request = deserialize(data)
+
+    assert isinstance(request, UndecodableRequest)
+    assert f"{noun} 1 is not valid UTF-8 (byte 0xff at offset 1)" in request.reason
+    with pytest.raises(InvalidArgument, match=f"{noun} 1 is not valid UTF-8"):
+        parse_align_request(request, LIMITS)
+    valid = pb2.AlignRequest(sources=["ok"], targets=["déjà"]).SerializeToString()
+    assert list(deserialize(valid).targets) == ["déjà"]
+
+
+def test_align_garbage_names_the_message():
+    request = lenient_deserializer(pb2.AlignRequest)(b"\xff\xff\xff\xff")
+
+    assert isinstance(request, UndecodableRequest)
+    assert "not a valid AlignRequest" in request.reason
