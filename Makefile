@@ -12,7 +12,7 @@ $(PY):
 # Reinstall only when the package metadata changed.
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -e '.[dev]'
-	$(PY) -m serving.protos
+	$(PY) -m nmt_api.protos
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -34,4 +34,4 @@ bench: $(STAMP)
 # Rebuild the shipped SavedModel (its highest version, in place) from what is committed,
 # after an export-format change.
 export: $(STAMP)
-	$(PY) -m nmt.cli export --from-export models/en-fr --out models/en-fr --overwrite
+	$(PY) -m nmt_cli export --from-export models/en-fr --out models/en-fr --overwrite

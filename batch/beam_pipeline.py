@@ -42,6 +42,8 @@ from batch.readers import (
     parse_line,
 )
 from batch.records import error_record, format_record
+from nmt.constants import DEFAULT_MAX_CHARS
+from nmt.options import DEFAULT_MODEL_DIR, add_decode_options, decode_options
 from nmt.types import DecodeOptions
 
 # Character lengths at which sentences go to different batches (bisect_right:
@@ -153,37 +155,35 @@ def split_output(output: str) -> tuple[str, str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from nmt.cli import DEFAULT_MODEL, _add_decode_options
-
     p = argparse.ArgumentParser(prog="python -m batch.beam_pipeline", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 allow_abbrev=False)
     p.add_argument("--input", required=True, help="input file (local, gs://, ...; .gz ok)")
     p.add_argument("--output", required=True,
                    help="output prefix, e.g. out/fr.jsonl → out/fr-00000-of-00004.jsonl")
-    p.add_argument("--model", default=str(DEFAULT_MODEL), help="SavedModel base or version dir")
+    p.add_argument("--model", default=str(DEFAULT_MODEL_DIR),
+                   help="SavedModel base or version dir")
     p.add_argument("--input-format", choices=INPUT_FORMATS,
                    help="default: tsv for .tsv, jsonl for .jsonl/.ndjson/.json, else text")
     p.add_argument("--column", type=int, default=0, help="0-based TSV column")
     p.add_argument("--field", default="text", help="JSON Lines field")
-    p.add_argument("--max-chars", type=int, default=1000, help="longer lines become errors")
+    p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS,
+                   help="longer lines become errors")
     p.add_argument("--alignment", action="store_true", help="add tokens and attention matrices")
     p.add_argument("--batch-size", type=int, default=64, help="sentences per model call")
     p.add_argument("--max-wait-secs", type=int, default=10,
                    help="longest wait of a partial batch (streaming)")
     p.add_argument("--num-shards", type=int, default=0, help="output files (0: runner decides)")
-    _add_decode_options(p)
+    add_decode_options(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parses our options, passes the rest to Beam (`--runner`, ...) and runs the pipeline."""
-    from nmt.cli import _decode_options
-
     args, beam_args = _parser().parse_known_args(argv)
     fmt = InputFormat(args.input_format or detect_input_format(args.input), column=args.column,
                       field=args.field, max_chars=args.max_chars)
-    handler = TranslationModelHandler(args.model, _decode_options(args),
+    handler = TranslationModelHandler(args.model, decode_options(args),
                                       batch_size=args.batch_size, with_alignment=args.alignment,
                                       max_wait_secs=args.max_wait_secs)
     with beam.Pipeline(options=PipelineOptions(beam_args)) as pipeline:

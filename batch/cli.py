@@ -9,14 +9,14 @@ from pathlib import Path
 
 from batch.readers import INPUT_FORMATS, InputFormat, detect_input_format, open_input
 from batch.records import OUTPUT_FORMATS, detect_output_format
+from nmt.constants import DEFAULT_MAX_CHARS
+from nmt.options import DEFAULT_MODEL_DIR, add_decode_options, decode_options
 
 log = logging.getLogger("nmt.batch")
 
 
 def add_batch_parser(sub) -> None:
     """Registers `nmt batch` on the `nmt` command's subparsers."""
-    from nmt.cli import DEFAULT_MODEL, _add_decode_options
-
     p = sub.add_parser(
         "batch", help="translate a file (text, TSV or JSON Lines; .gz ok) into JSON Lines or text",
         description="Translates INPUT line by line into OUTPUT, in input order. Stops safely at "
@@ -24,7 +24,7 @@ def add_batch_parser(sub) -> None:
     p.add_argument("input", type=Path, help="input file; .gz is decompressed")
     p.add_argument("output", type=Path, help="output file; .gz is compressed")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--model", default=str(DEFAULT_MODEL),
+    where.add_argument("--model", default=str(DEFAULT_MODEL_DIR),
                        help="SavedModel base or version directory (default: models/en-fr)")
     where.add_argument("--server", metavar="HOST:PORT", help="translate through `nmt serve`")
     p.add_argument("--token", help="bearer token for --server")
@@ -42,18 +42,17 @@ def add_batch_parser(sub) -> None:
     p.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
     p.add_argument("--window", type=int, default=2000,
                    help="lines sorted by length and committed together (default 2000)")
-    p.add_argument("--max-chars", type=int, default=1000,
-                   help="longer lines are recorded as errors (default 1000)")
+    p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS,
+                   help=f"longer lines are recorded as errors (default {DEFAULT_MAX_CHARS})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    _add_decode_options(p)
+    add_decode_options(p)
     p.set_defaults(func=run_batch)
 
 
 def _make_engine(args):
     from batch.engines import LocalEngine, ServerEngine
-    from nmt.cli import _decode_options
 
-    options = _decode_options(args)
+    options = decode_options(args)
     if args.server:
         certificates = args.ca_cert.read_bytes() if args.ca_cert else None
         return ServerEngine.connect(args.server, options, args.batch_size, timeout=args.timeout,

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
+from nmt.constants import MAX_SENTENCE_TOKENS
 from nmt.types import DecodeOptions, Translation
 
 log = logging.getLogger("nmt.batch")
@@ -80,12 +81,11 @@ class LocalEngine:
         batch_size: sentences per call to the model.
     """
 
-    def __init__(self, translator, options: DecodeOptions, batch_size: int = 64):
-        from nmt.export import MAX_SOURCE_TOKENS
+    max_source_tokens: int | None = MAX_SENTENCE_TOKENS
 
+    def __init__(self, translator, options: DecodeOptions, batch_size: int = 64):
         _check_batch_size(batch_size)
         self.translator, self.options, self.batch_size = translator, options, batch_size
-        self.max_source_tokens: int | None = MAX_SOURCE_TOKENS
 
     @classmethod
     def load(cls, model: str | os.PathLike, options: DecodeOptions,
@@ -131,7 +131,7 @@ class ServerEngine:
     exponential backoff, and the job stops if it stays so.
 
     Args:
-        client: an `nmt.client.TranslationClient` (or anything with its
+        client: an `nmt_api.client.TranslationClient` (or anything with its
             `translate_stream(batches, options)`).
         options: decoding options.
         batch_size: sentences per streamed request (at most the server's
@@ -141,10 +141,8 @@ class ServerEngine:
         backoff_s: wait before the first retry, doubled at each retry.
     """
 
-    # The server runs the same export, which truncates sources at
-    # nmt.export.MAX_SOURCE_TOKENS; repeated here so that the client path
-    # does not import TensorFlow (a test checks that the two agree).
-    max_source_tokens: int | None = 256
+    # The server runs the same export, which truncates sentences at this limit.
+    max_source_tokens: int | None = MAX_SENTENCE_TOKENS
 
     def __init__(self, client, options: DecodeOptions, batch_size: int = 64, target: str = "",
                  *, retries: int = 5, backoff_s: float = 1.0):
@@ -156,7 +154,7 @@ class ServerEngine:
     def connect(cls, target: str, options: DecodeOptions, batch_size: int = 64, *,
                 timeout: float | None = None, root_certificates: bytes | None = None,
                 token: str | None = None) -> ServerEngine:
-        from nmt.client import TranslationClient
+        from nmt_api.client import TranslationClient
 
         client = TranslationClient(target, timeout=timeout, root_certificates=root_certificates,
                                    token=token)

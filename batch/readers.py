@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from nmt.constants import DEFAULT_MAX_CHARS
+
 INPUT_FORMATS = ("text", "tsv", "jsonl")
 _BOM = b"\xef\xbb\xbf"
 
@@ -34,7 +36,7 @@ class InputFormat:
     kind: str = "text"
     column: int = 0
     field: str = "text"
-    max_chars: int = 1000
+    max_chars: int = DEFAULT_MAX_CHARS
 
     def __post_init__(self) -> None:
         if self.kind not in INPUT_FORMATS:

@@ -22,10 +22,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", type=Path, default=REPO / "models" / "en-fr",
+    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR,
                         help="exported model whose SentencePiece pieces are used")
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     args = parser.parse_args()

@@ -34,9 +34,9 @@ sys.path.insert(0, str(REPO))
 
 from batch.engines import LocalEngine, ServerEngine  # noqa: E402
 from batch.job import JobConfig, run_job  # noqa: E402
-from nmt.cli import DEFAULT_MODEL  # noqa: E402
-from nmt.machine import cpu_model  # noqa: E402
+from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
 from nmt.types import DecodeOptions  # noqa: E402
+from training.machine import cpu_model  # noqa: E402
 
 ANKI_TEST = REPO / ".." / "shared" / "data" / "anki-fra-eng" / "test.tsv"
 _WORDS = ("the cat dog house tree is was big small red I you we like see have a an "
@@ -114,7 +114,7 @@ def _server_engine(args, options):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
-    parser.add_argument("--model", default=str(DEFAULT_MODEL))
+    parser.add_argument("--model", default=str(DEFAULT_MODEL_DIR))
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--window", type=int, default=2000)

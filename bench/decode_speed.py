@@ -30,8 +30,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import tensorflow as tf  # noqa: E402
 
-from nmt.machine import cpu_model  # noqa: E402
 from nmt.translator import Translator  # noqa: E402
+from training.machine import cpu_model  # noqa: E402
 
 DEFAULT_DEV = REPO_ROOT / ".." / "shared" / "data" / "anki-fra-eng" / "dev.tsv"
 

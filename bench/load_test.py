@@ -28,8 +28,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
-from nmt.client import AsyncTranslationClient, TranslationClient  # noqa: E402
+from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
+from nmt_api.client import AsyncTranslationClient, TranslationClient  # noqa: E402
 from serving.testing import free_port  # noqa: E402
+from training.machine import cpu_model  # noqa: E402
 
 SENTENCES = [
     "Hello.", "How are you?", "I am hungry.", "Where is the station?", "It is raining today.",
@@ -44,15 +46,8 @@ SENTENCES = [
 
 
 def machine() -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+    return (f"{cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+            f"{platform.system()}")
 
 
 def rss_mb(pid: int) -> float:
@@ -68,7 +63,7 @@ def rss_mb(pid: int) -> float:
 
 def start_server(model: Path, batching: bool, log_path: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    command = [sys.executable, "-m", "nmt.cli", "serve", "--model", str(model),
+    command = [sys.executable, "-m", "nmt_cli", "serve", "--model", str(model),
                "--host", "127.0.0.1", "--port", str(port), "--metrics-port", "0",
                "--poll-interval", "0", "--grace", "2"]
     if not batching:
@@ -120,7 +115,7 @@ async def run_level(target: str, clients: int, duration: float, warmup: float) -
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", type=Path, default=REPO / "models" / "en-fr",
+    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR,
                         help="base directory of <version>/ SavedModels")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds measured per level")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds before measuring")

@@ -24,10 +24,10 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from nmt import data as nmt_data  # noqa: E402
-from nmt.machine import cpu_model  # noqa: E402
 from nmt.model import ModelConfig, Seq2Seq, sequence_loss  # noqa: E402
 from nmt.tokenizer import train_tokenizers  # noqa: E402
 from training.config import load_config, parse_overrides  # noqa: E402
+from training.machine import cpu_model  # noqa: E402
 
 
 def matmul_peak(dtype: tf.DType, n: int = 2048, repeats: int = 20) -> float:

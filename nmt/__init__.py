@@ -1,1 +1,7 @@
-"""Attention-based English→French translation: the model library (pure TensorFlow/Keras)."""
+"""Attention-based English→French translation: the model library.
+
+Layers, model, tokenizer, search, export and `nmt.translator.Translator`, on
+TensorFlow/Keras and tensorflow-text; `nmt.types`, `nmt.constants` and
+`nmt.options` are plain Python (no TensorFlow), for clients and command lines.
+It imports no other package of the project (tests/test_layering.py keeps it so).
+"""

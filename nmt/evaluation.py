@@ -11,17 +11,14 @@ as `(english_index, french_index)` whatever order its file format uses.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import sacrebleu
 
-Link = tuple[int, int]
-LinkSet = frozenset[Link]
+from nmt.types import Link, parse_pharaoh_links
 
-# Extended Pharaoh: `i-j` is a sure link; `ipj` and `i?j` are possible ones.
-_LINK = re.compile(r"(\d+)([-p?])(\d+)")
+LinkSet = frozenset[Link]
 
 
 # --------------------------------------------------------------------------- BLEU, chrF
@@ -216,17 +213,10 @@ def parse_links(text: str) -> tuple[LinkSet, LinkSet]:
         `(sure, possible)` with `possible ⊇ sure`; each link is `(i, j)` as
         written.
     """
-    sure: set[Link] = set()
-    possible: set[Link] = set()
-    for token in text.split():
-        match = _LINK.fullmatch(token)
-        if match is None:
-            raise ValueError(f"Expected a link like 3-4, 3p4 or 3?4. Received: {token!r}")
-        link = (int(match.group(1)), int(match.group(3)))
-        possible.add(link)
-        if match.group(2) == "-":
-            sure.add(link)
-    return frozenset(sure), frozenset(possible)
+    links = parse_pharaoh_links(text)
+    sure = frozenset((i, j) for i, j, is_sure in links if is_sure)
+    possible = frozenset((i, j) for i, j, _ in links)
+    return sure, possible
 
 
 def read_pharaoh(path: str | Path) -> list[LinkSet]:

@@ -9,6 +9,7 @@ tensorflow-text ops.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -17,13 +18,12 @@ from pathlib import Path
 import tensorflow as tf
 
 from nmt import alignment
+from nmt.constants import MAX_SENTENCE_TOKENS, METADATA_PATH
 from nmt.decoder import Memory
 from nmt.model import ModelConfig, Seq2Seq
 from nmt.search import beam_search, tile_beams
 from nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, TokenizerPair
-
-METADATA_FILE = "nmt_metadata.json"
-MAX_SOURCE_TOKENS = 256  # longer sources are truncated; the server rejects them earlier
+from nmt.types import DecodeOptions
 
 _STRINGS = tf.TensorSpec([None], tf.string)
 _OPTION_SPECS = {
@@ -35,15 +35,8 @@ _OPTION_SPECS = {
     "n_best": tf.TensorSpec([], tf.int32),
     "replace_unknown": tf.TensorSpec([], tf.bool),
 }
-DEFAULT_OPTIONS = {
-    "beam_size": 5,
-    "max_length_ratio": 2.0,
-    "max_length_offset": 10,
-    "length_penalty": 0.6,
-    "coverage_penalty": 0.0,
-    "n_best": 1,
-    "replace_unknown": True,
-}
+# What the `serving_default` signature decodes with: the `DecodeOptions` defaults.
+DEFAULT_OPTIONS = dataclasses.asdict(DecodeOptions())
 
 
 class TranslationModule(tf.Module):
@@ -70,7 +63,7 @@ class TranslationModule(tf.Module):
 
     def _encode_sources(self, sentences):
         ids = self.source_tokenizer.tokenize(sentences)  # ragged (batch, None)
-        ids = ids[:, : MAX_SOURCE_TOKENS - 1]
+        ids = ids[:, : MAX_SENTENCE_TOKENS - 1]
         eos = tf.fill([ids.nrows(), 1], tf.constant(EOS_ID, ids.dtype))
         return _dense(tf.concat([ids, eos], axis=1))  # (batch, S)
 
@@ -157,7 +150,7 @@ class TranslationModule(tf.Module):
             tf.size(sources), tf.size(targets), message="align needs one target per source"
         )
         source = self._encode_sources(sources)  # (batch, S)
-        target_ids = self.target_tokenizer.tokenize(targets)[:, : MAX_SOURCE_TOKENS - 1]
+        target_ids = self.target_tokenizer.tokenize(targets)[:, : MAX_SENTENCE_TOKENS - 1]
         target_ids = tf.cast(target_ids, tf.int32)
         bos = tf.fill([target_ids.nrows(), 1], BOS_ID)
         eos = tf.fill([target_ids.nrows(), 1], EOS_ID)
@@ -221,8 +214,8 @@ def export_saved_model(module: TranslationModule, base_dir: str | os.PathLike,
     tf.saved_model.save(module, str(staging), signatures=signatures)
     config = module.model.config
     metadata = {"attention": config.describe(), **module.metadata, "model_config": config.to_dict()}
-    (staging / "assets.extra").mkdir(exist_ok=True)
-    (staging / "assets.extra" / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+    (staging / METADATA_PATH).parent.mkdir(exist_ok=True)
+    (staging / METADATA_PATH).write_text(json.dumps(metadata, indent=2) + "\n")
     if path.exists():
         retired = Path(base_dir) / f".{version}.old"
         shutil.rmtree(retired, ignore_errors=True)
@@ -236,7 +229,7 @@ def export_saved_model(module: TranslationModule, base_dir: str | os.PathLike,
 
 def read_metadata(version_dir: str | os.PathLike) -> dict:
     """The metadata written beside an exported SavedModel."""
-    return json.loads((Path(version_dir) / "assets.extra" / METADATA_FILE).read_text())
+    return json.loads((Path(version_dir) / METADATA_PATH).read_text())
 
 
 def module_from_export(version_dir: str | os.PathLike) -> TranslationModule:

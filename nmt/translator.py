@@ -17,9 +17,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the SentencePiece ops the graph uses)
 
-from nmt.types import DecodeOptions, Hypothesis, Translation
-
-METADATA_FILE = "nmt_metadata.json"
+from nmt.constants import METADATA_PATH
+from nmt.types import DecodeOptions, Hypothesis, Translation, parse_pharaoh, sentence_list
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,15 +62,6 @@ def _strings(values: np.ndarray) -> list[str]:
     return [v.decode("utf-8", errors="replace") for v in values]
 
 
-def _sentence_list(sentences: Sequence[str], name: str) -> list[str]:
-    if isinstance(sentences, (str, bytes)):
-        raise ValueError(
-            f"{name} must be a list of sentences, not a single string; wrap it in a list. "
-            f"Received: {name}={sentences!r}"
-        )
-    return list(sentences)
-
-
 def _decode_options(options: DecodeOptions | None, overrides: dict) -> DecodeOptions:
     """`options` with `overrides` applied; unknown names raise ValueError."""
     known = {field.name for field in dataclasses.fields(DecodeOptions)}
@@ -79,10 +69,6 @@ def _decode_options(options: DecodeOptions | None, overrides: dict) -> DecodeOpt
     if unknown:
         raise ValueError(f"Unknown decoding options {unknown}; known options: {sorted(known)}")
     return dataclasses.replace(options or DecodeOptions(), **overrides)
-
-
-def _parse_links(text: str) -> tuple[tuple[int, int], ...]:
-    return tuple(tuple(int(x) for x in link.split("-")) for link in text.split())
 
 
 class Translator:
@@ -107,7 +93,7 @@ class Translator:
         """
         version_dir = resolve_version_dir(path)
         loaded = tf.saved_model.load(str(version_dir))
-        metadata_path = version_dir / "assets.extra" / METADATA_FILE
+        metadata_path = version_dir / METADATA_PATH
         metadata = json.loads(metadata_path.read_text()) if metadata_path.exists() else {}
         config = metadata.get("model_config", {})
         info = ModelInfo(
@@ -132,9 +118,14 @@ class Translator:
 
         Returns:
             One `Translation` per sentence, in order (an empty list for no input).
+
+        Raises:
+            TypeError: `sentences` is a single string, or holds a non-string
+                (the same check as `nmt_api.client.TranslationClient`).
+            ValueError: a decoding option is out of range or unknown.
         """
         options = _decode_options(options, overrides)
-        sentences = _sentence_list(sentences, "sentences")
+        sentences = sentence_list(sentences, "sentences")
         if not sentences:
             return []
         out = self._translate(
@@ -157,9 +148,14 @@ class Translator:
             One `Translation` per pair whose hypothesis text is the target as
             given (word links count its whitespace words) and whose score is
             the target's total log-probability (not length-normalised).
+
+        Raises:
+            TypeError: `sources` or `targets` is a single string, or holds a
+                non-string.
+            ValueError: `sources` and `targets` differ in length.
         """
-        sources = _sentence_list(sources, "sources")
-        targets = _sentence_list(targets, "targets")
+        sources = sentence_list(sources, "sources")
+        targets = sentence_list(targets, "targets")
         if len(sources) != len(targets):
             raise ValueError(
                 f"sources and targets must have the same length. Received: {len(sources)} "
@@ -187,7 +183,7 @@ class Translator:
                 target_tokens=tuple(_strings(out["target_tokens"][i, n][:length])),
                 score=score,
                 alignment=np.asarray(out["alignments"][i, n][:length, :source_length]),
-                word_alignment=_parse_links(out["word_alignments"][i, n].decode("utf-8")),
+                word_alignment=parse_pharaoh(out["word_alignments"][i, n].decode("utf-8")),
             ))
         return Translation(source=source, source_tokens=source_tokens, nbest=tuple(nbest))
 

@@ -1,14 +1,80 @@
 """Plain result types shared by the translator, the gRPC client and batch jobs.
 
 They hold NumPy arrays and Python scalars only, so nothing that consumes them
-needs TensorFlow or gRPC.
+needs TensorFlow or gRPC. Beside them: the Pharaoh link format they print and
+parse, and the check every entry point applies to a list of sentences.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections.abc import Sequence
 
 import numpy as np
+
+Link = tuple[int, int]
+# One (extended) Pharaoh link: `i-j` sure, `ipj` or `i?j` possible; 0-based, source first.
+_PHARAOH_LINK = re.compile(r"(\d+)([-p?])(\d+)")
+
+
+def parse_pharaoh_links(text: str) -> tuple[tuple[int, int, bool], ...]:
+    """Parses one line of extended Pharaoh links, in the order written.
+
+    Args:
+        text: whitespace-separated links: `i-j` (sure), `ipj` or `i?j` (possible).
+
+    Returns:
+        `(i, j, sure)` per link, e.g. `"0-0 1p2"` -> `((0, 0, True), (1, 2, False))`.
+
+    Raises:
+        ValueError: a token is not a link (the message quotes it).
+    """
+    links = []
+    for token in text.split():
+        match = _PHARAOH_LINK.fullmatch(token)
+        if match is None:
+            raise ValueError(f"Expected a link like 3-4, 3p4 or 3?4. Received: {token!r}")
+        links.append((int(match.group(1)), int(match.group(3)), match.group(2) == "-"))
+    return tuple(links)
+
+
+def parse_pharaoh(text: str) -> tuple[Link, ...]:
+    """Parses plain Pharaoh links (as `Hypothesis.pharaoh` writes them), in order.
+
+    `"0-0 1-2"` -> `((0, 0), (1, 2))`; `""` -> `()`.
+
+    Raises:
+        ValueError: a token is not an `i-j` link (the message quotes it).
+    """
+    links = parse_pharaoh_links(text)
+    if not all(sure for _, _, sure in links):
+        token = next(token for token in text.split() if "-" not in token)
+        raise ValueError(f"Expected plain links like 3-4 (sure links only). Received: {token!r}")
+    return tuple((i, j) for i, j, _ in links)
+
+
+def sentence_list(sentences: Sequence[str], name: str = "sentences") -> list[str]:
+    """`sentences` as a list, checked the same way by `Translator` and the gRPC clients.
+
+    Args:
+        sentences: a sequence of `str` (not a single string).
+        name: the argument's name, for the error message (e.g. `sources`).
+
+    Raises:
+        TypeError: `sentences` is a single string or bytes, or holds a non-string.
+    """
+    if isinstance(sentences, str | bytes):
+        raise TypeError(
+            f"{name} must be a sequence of strings, not a single string. "
+            f"Received: {name}={sentences[:40]!r}; wrap it in a list.")
+    sentences = list(sentences)
+    for i, sentence in enumerate(sentences):
+        if not isinstance(sentence, str):
+            raise TypeError(
+                f"{name.removesuffix('s')} {i} must be a str. "
+                f"Received: {type(sentence).__name__}")
+    return sentences
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""`nmt serve`: the gRPC translation service (registered by `nmt.cli`)."""
+"""`nmt serve`: the gRPC translation service (registered by `nmt_cli`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import asyncio
 import os
 from pathlib import Path
 
-DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "models" / "en-fr"
+from nmt.options import DEFAULT_MODEL_DIR
+
 DEFAULT_TOKEN_ENV = "NMT_AUTH_TOKEN"
 
 
@@ -19,7 +20,7 @@ def add_serve_parser(sub) -> None:
     batching, limits = BatchingConfig(), Limits()
     p = sub.add_parser("serve", help="run the gRPC translation service",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--model", type=Path, default=DEFAULT_MODEL,
+    p.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR,
                    help="base directory of <version>/ SavedModels (the highest version serves)")
     p.add_argument("--host", default="0.0.0.0", help="address to listen on")
     p.add_argument("--port", type=int, default=50051, help="gRPC port")

@@ -22,11 +22,12 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
 from nmt.types import DecodeOptions, Translation
+from nmt_api.protos import SERVICE_NAME
 from serving.batching import ALIGN, Batcher, BatchingConfig
 from serving.interceptors import BearerTokenInterceptor, RequestInterceptor
 from serving.metrics import MetricsHTTPServer, ServingMetrics
 from serving.model_store import ModelStore
-from serving.servicer import SERVICE_NAME, TranslationServicer, generic_handler
+from serving.servicer import TranslationServicer, generic_handler
 from serving.validation import Limits
 
 log = logging.getLogger("nmt.serving.server")

@@ -9,7 +9,8 @@ import asyncio
 
 import grpc
 
-from serving import convert, protos
+from nmt_api import convert, protos
+from nmt_api.protos import SERVICE_NAME
 from serving.batching import Batcher
 from serving.model_store import ModelStore
 from serving.validation import (
@@ -21,7 +22,6 @@ from serving.validation import (
 )
 
 pb2, _ = protos.load()
-SERVICE_NAME = pb2.DESCRIPTOR.services_by_name["TranslationService"].full_name
 
 
 class TranslationServicer:

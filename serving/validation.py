@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message, message_factory
 
+from nmt.constants import DEFAULT_MAX_CHARS
 from nmt.types import DecodeOptions
 from serving.errors import InvalidArgument, LimitExceeded
 
@@ -29,13 +30,14 @@ class Limits:
         max_sentences: sentences per `TranslateRequest`, (source, target)
             pairs per `AlignRequest`.
         max_chars: characters (code points) per sentence, source or target;
-            the model reads at most 256 subword tokens anyway.
+            the model reads at most `nmt.constants.MAX_SENTENCE_TOKENS`
+            subword tokens anyway.
         max_message_bytes: size of one request message (enforced by gRPC).
         max_beam_size: largest `beam_size` accepted.
     """
 
     max_sentences: int = 256
-    max_chars: int = 1000
+    max_chars: int = DEFAULT_MAX_CHARS
     max_message_bytes: int = 4 * 1024 * 1024
     max_beam_size: int = 16
 

@@ -41,7 +41,13 @@ def tiny_pairs(tiny_pairs_path: Path) -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="session")
 def tiny_tokenizers(tiny_pairs):
-    """A joint 200-piece SentencePiece pair trained on the tiny fixture corpus."""
+    """A joint 200-piece SentencePiece pair trained on the tiny fixture corpus.
+
+    Any later `tf.random.set_seed` (`keras.utils.set_random_seed`, `nmt train`)
+    clears TensorFlow's kernel cache and frees these tokenizers' SentencePiece
+    resources, so a test that tokenizes rebuilds them from `model_proto`
+    (`SubwordTokenizer(tiny_tokenizers.source.model_proto, "en")`).
+    """
     from nmt.tokenizer import train_tokenizers
 
     return train_tokenizers(tiny_pairs, vocab_size=200, joint=True)

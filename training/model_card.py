@@ -14,7 +14,8 @@ import argparse
 import json
 from pathlib import Path
 
-from nmt.machine import cpu_model
+from nmt.constants import METADATA_PATH
+from training.machine import cpu_model
 
 ATTRIBUTION = "Sentence pairs from www.manythings.org/anki and tatoeba.org (CC-BY 2.0 FR)"
 
@@ -79,7 +80,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
     history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
     config = (run / "config.yaml").read_text()
     best = max(history, key=lambda h: h["bleu"]) if history else {}
-    metadata = json.loads((export / "assets.extra" / "nmt_metadata.json").read_text())
+    metadata = json.loads((export / METADATA_PATH).read_text())
     model = metadata["model_config"]
     translation = evaluation.get("translation", {})
     alignment = evaluation.get("alignment", {})

@@ -14,7 +14,7 @@ import pytest
 from batch_fakes import fake_translation
 
 from batch.job import COMMIT_DELAY_ENV
-from nmt.cli import main
+from nmt_cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -84,7 +84,7 @@ def test_kill_9_then_resume_gives_identical_output(tmp_path, tiny_model_dir, tin
     args = ["batch", str(source), str(output), "--model", str(tiny_model_dir), "--window", "25",
             "--batch-size", "25", "--beam-size", "1", "--no-progress", "--resume"]
     env = {**os.environ, COMMIT_DELAY_ENV: "0.25", "PYTHONPATH": str(REPO)}
-    process = subprocess.Popen([sys.executable, "-m", "nmt.cli", *args], cwd=REPO, env=env,
+    process = subprocess.Popen([sys.executable, "-m", "nmt_cli", *args], cwd=REPO, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         done = _wait_for_progress(tmp_path / "out.jsonl.gz.part.json", 50, process)
@@ -120,7 +120,7 @@ def _fake_client_module(created):
 
 def test_batch_through_a_server_client(tmp_path, monkeypatch):
     created = []
-    monkeypatch.setitem(sys.modules, "nmt.client", _fake_client_module(created))
+    monkeypatch.setitem(sys.modules, "nmt_api.client", _fake_client_module(created))
     source = tmp_path / "in.txt"
     source.write_text("one two\n\nthree\n")
     assert main(["batch", str(source), str(tmp_path / "out.jsonl"), "--server", "host:123",
@@ -130,7 +130,7 @@ def test_batch_through_a_server_client(tmp_path, monkeypatch):
 
 
 def test_batch_through_a_real_server(tmp_path, tiny_model_dir, tiny_pairs):
-    pytest.importorskip("nmt.client")
+    pytest.importorskip("nmt_api.client")
     from serving.server import ServerConfig
     from serving.testing import ServerThread
 

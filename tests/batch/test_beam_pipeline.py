@@ -44,7 +44,7 @@ def test_handler_run_inference_returns_records():
 
 
 def test_direct_runner_output_equals_nmt_batch(tmp_path, tiny_model_dir, tiny_pairs):
-    from nmt.cli import main as nmt_main
+    from nmt_cli.main import main as nmt_main
 
     lines = [f"{english} {i}" for i, (english, _) in enumerate(tiny_pairs[:20])]
     lines[3], lines[11] = "", "x" * 90

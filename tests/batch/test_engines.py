@@ -8,7 +8,7 @@ from batch.engines import (
     batches,
     translate_or_explain,
 )
-from nmt.export import MAX_SOURCE_TOKENS
+from nmt.constants import MAX_SENTENCE_TOKENS
 from nmt.types import DecodeOptions
 
 
@@ -52,7 +52,7 @@ class FakeRpcError(Exception):
 
 
 class FakeClient:
-    """The `nmt.client.TranslationClient` streaming API, with canned translations."""
+    """The `nmt_api.client.TranslationClient` streaming API, with canned translations."""
 
     def __init__(self, *errors: Exception, drop_last=False):
         self.drop_last = drop_last
@@ -80,7 +80,7 @@ def test_server_engine_streams_batches_in_order():
     assert [r.text for r in results] == ["A B", "C", "D E F", "G", "H"]
     assert client.streams == [([["a b", "c"], ["d e f", "g"], ["h"]], options)]
     assert engine.describe()["server"] == "localhost:1"
-    assert engine.max_source_tokens == MAX_SOURCE_TOKENS
+    assert engine.max_source_tokens == MAX_SENTENCE_TOKENS
     engine.close()
     assert client.closed
 
@@ -144,7 +144,7 @@ def test_local_engine_batches_and_maps_graph_errors():
     assert translator.calls == [["a", "b"], ["c"]]
     with pytest.raises(BadInputError, match=r"indices\[0,0\]"):
         engine.translate(["  "])
-    assert engine.max_source_tokens == MAX_SOURCE_TOKENS
+    assert engine.max_source_tokens == MAX_SENTENCE_TOKENS
 
 
 def test_local_engine_matches_the_translator(tiny_model_dir, tiny_pairs):

@@ -1,15 +1,12 @@
 """The shipped model loads from the checkout, describes itself and still translates well."""
 
-from pathlib import Path
-
 import pytest
 
 from nmt.data import read_pairs
+from nmt.options import DEFAULT_MODEL_DIR as SHIPPED
 from nmt.scoring import score_translations
 from nmt.translator import Translator
 from nmt.types import DecodeOptions
-
-SHIPPED = Path(__file__).resolve().parents[2] / "models" / "en-fr"
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import tensorflow as tf
 from conftest import REPO_ROOT, make_tiny_module
 from tensorflow.core.protobuf import saved_model_pb2
 
+from nmt.constants import MAX_SENTENCE_TOKENS
 from nmt.export import (
     TranslationModule,
     export_saved_model,
@@ -281,6 +282,22 @@ def test_graph_uses_only_core_and_tf_text_ops(exports, clean_run):
     assert ops & text == TF_TEXT_OPS
 
 
+def test_metadata_is_where_tf_serving_keeps_extra_files(exports):
+    # Read by the server, the model card and outside tools: the path is part of the format.
+    metadata = exports["first"] / "assets.extra" / "nmt_metadata.json"
+    assert json.loads(metadata.read_text()) == read_metadata(exports["first"])
+
+
+def test_sources_and_targets_are_cut_at_max_sentence_tokens(module):
+    long = tf.constant([" ".join(["cat"] * 2 * MAX_SENTENCE_TOKENS)])
+
+    out = module.align(long, long)
+
+    # MAX_SENTENCE_TOKENS - 1 pieces and </s>, on both sides.
+    assert out["source_lengths"].numpy().tolist() == [MAX_SENTENCE_TOKENS]
+    assert out["target_lengths"].numpy().tolist() == [MAX_SENTENCE_TOKENS]
+
+
 def test_sentencepiece_models_are_assets(module, exports):
     for version_dir in exports.values():
         assets = version_dir / "assets"
@@ -336,7 +353,7 @@ def test_overwrite_replaces_a_version_without_partial_directories(module, tmp_pa
 
 
 def test_cli_reexports_the_highest_version_of_a_base_directory(exports, tmp_path):
-    from nmt.cli import main
+    from nmt_cli.main import main
 
     base = exports["reexported"].parent  # versions 1 and 2
     assert main(["export", "--from-export", str(base), "--out", str(tmp_path)]) == 0
@@ -345,7 +362,7 @@ def test_cli_reexports_the_highest_version_of_a_base_directory(exports, tmp_path
 
 
 def test_cli_export_from_a_run_needs_a_version(tmp_path, capsys):
-    from nmt.cli import main
+    from nmt_cli.main import main
 
     assert main(["export", "--run", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
     assert "--version is required" in capsys.readouterr().err

@@ -122,8 +122,13 @@ def test_bad_options_are_rejected(translator, overrides, message):
 
 
 def test_bad_inputs_are_rejected(translator):
-    with pytest.raises(ValueError, match="not a single string"):
+    # TypeError, as from the gRPC clients (one check, `nmt.types.sentence_list`).
+    with pytest.raises(TypeError, match="not a single string"):
         translator.translate("I love you.")
+    with pytest.raises(TypeError, match="sentence 1 must be a str. Received: int"):
+        translator.translate(["I love you.", 3])
+    with pytest.raises(TypeError, match="targets must be a sequence of strings"):
+        translator.align(SENTENCES[:1], "Je t'aime.")
     with pytest.raises(ValueError, match="2 sources and 1 targets"):
         translator.align(SENTENCES[:2], ["Je t'aime."])
 

@@ -10,10 +10,11 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from nmt.client import TranslationClient
-from serving import protos
+from nmt.constants import METADATA_PATH
+from nmt_api import protos
+from nmt_api.client import TranslationClient
+from nmt_api.protos import SERVICE_NAME
 from serving.server import ServerConfig
-from serving.servicer import SERVICE_NAME
 from serving.testing import ServerThread
 
 pb2, pb2_grpc = protos.load()
@@ -91,7 +92,7 @@ def _publish_version(base, source, version, name):
     """Copies a version under a temporary name, then renames it into place (atomic)."""
     staging = base / f".staging-{version}"
     shutil.copytree(source, staging)
-    metadata_path = staging / "assets.extra" / "nmt_metadata.json"
+    metadata_path = staging / METADATA_PATH
     metadata = json.loads(metadata_path.read_text())
     metadata_path.write_text(json.dumps({**metadata, "name": name}))
     staging.rename(base / str(version))

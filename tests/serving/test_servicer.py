@@ -10,9 +10,10 @@ import grpc
 import numpy as np
 import pytest
 
-from nmt.client import TranslationClient
+from nmt.constants import METADATA_PATH
 from nmt.types import DecodeOptions
-from serving import convert, protos
+from nmt_api import convert, protos
+from nmt_api.client import TranslationClient
 from serving.batching import BatchingConfig
 from serving.metrics import ServingMetrics
 from serving.model_store import ModelStore
@@ -405,7 +406,7 @@ def test_concurrent_align_requests_share_a_model_call_but_not_with_translations(
 def test_model_info_reports_the_aer_recorded_in_the_export(tiny_model_dir, tmp_path):
     base = tmp_path / "models"
     shutil.copytree(tiny_model_dir / "1", base / "1")
-    metadata_path = base / "1" / "assets.extra" / "nmt_metadata.json"
+    metadata_path = base / "1" / METADATA_PATH
     metadata = json.loads(metadata_path.read_text())
     # What `nmt evaluate --json` writes, merged the way `nmt export --metadata` merges it.
     metadata.update({"scores": {"test_bleu": 12.5, "alibi_aer": 0.4321},

@@ -4,7 +4,8 @@ import argparse
 
 import pytest
 
-from serving.cli import DEFAULT_MODEL, add_serve_parser, config_from_args, run_serve
+from nmt.options import DEFAULT_MODEL_DIR
+from serving.cli import add_serve_parser, config_from_args, run_serve
 
 
 def _parse(*argv):
@@ -16,7 +17,7 @@ def _parse(*argv):
 def test_defaults():
     args = _parse()
 
-    assert args.model == DEFAULT_MODEL and DEFAULT_MODEL.parts[-2:] == ("models", "en-fr")
+    assert args.model == DEFAULT_MODEL_DIR and DEFAULT_MODEL_DIR.parts[-2:] == ("models", "en-fr")
     assert (args.port, args.metrics_port, args.host) == (50051, 9090, "0.0.0.0")
     assert args.func is run_serve
 
@@ -51,7 +52,7 @@ def test_bad_values_fail_before_serving(tmp_path):
 
 
 def test_nmt_serve_reports_a_missing_model_directory(tmp_path, capsys):
-    from nmt.cli import main
+    from nmt_cli.main import main
 
     assert main(["serve", "--model", str(tmp_path / "missing")]) == 2
     assert "does not exist" in capsys.readouterr().err

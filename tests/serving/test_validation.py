@@ -3,7 +3,7 @@
 import pytest
 
 from nmt.types import DecodeOptions
-from serving import protos
+from nmt_api import protos
 from serving.errors import InvalidArgument, LimitExceeded
 from serving.validation import (
     Limits,

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from nmt.tokenizer import SubwordTokenizer
 from training import corpus_alignment as ca
 
 FORWARD = {(0, 0), (1, 2), (2, 1), (3, 3)}
@@ -43,9 +44,12 @@ def test_word_links_to_pieces_and_back():
 
 
 def test_aligner_words_spell_the_pieces(tiny_tokenizers):
+    # Rebuilt here: an earlier test's `tf.random.set_seed` may have freed the shared
+    # tokenizer's SentencePiece resource (see `tiny_tokenizers`).
+    source = SubwordTokenizer(tiny_tokenizers.source.model_proto, "en")
     texts = ["I like coffee.", "", "unbelievably long-winded words!"]
-    index = ca.piece_word_indices(tiny_tokenizers.source, texts)
-    words = ca.aligner_words(tiny_tokenizers.source, texts, index)
+    index = ca.piece_word_indices(source, texts)
+    words = ca.aligner_words(source, texts, index)
     assert words == ["I like coffee.", "", "unbelievably long-winded words!"]
     assert [int(i.max()) + 1 if len(i) else 0 for i in index] == [3, 0, 3]
 

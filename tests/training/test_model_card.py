@@ -2,6 +2,7 @@
 
 import json
 
+from nmt.constants import METADATA_PATH
 from training.model_card import ATTRIBUTION, render
 
 
@@ -18,8 +19,8 @@ def test_card_reports_measured_figures(tmp_path):
     )
     (run / "config.yaml").write_text("name: en-fr\n")
     export = tmp_path / "models" / "3"
-    (export / "assets.extra").mkdir(parents=True)
-    (export / "assets.extra" / "nmt_metadata.json").write_text(json.dumps({
+    (export / METADATA_PATH).parent.mkdir(parents=True)
+    (export / METADATA_PATH).write_text(json.dumps({
         "attention": "luong-general",
         "model_config": {"encoder_layers": 2, "decoder_layers": 1, "cell": "lstm",
                          "hidden_dim": 512, "embedding_dim": 256, "share_embeddings": True,

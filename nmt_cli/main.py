@@ -9,10 +9,13 @@ import sys
 import warnings
 from pathlib import Path
 
+# None of these imports TensorFlow (a test checks it): `quiet_framework_logs` must run first.
+from batch.cli import add_batch_parser
+from nmt.options import DEFAULT_MODEL_DIR, add_decode_options, decode_options
+from serving.cli import add_serve_parser
+
 VERBOSE_ENV = "NMT_VERBOSE"
 _quieted = False
-
-DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "models" / "en-fr"
 
 
 def _add_train(sub) -> None:
@@ -116,37 +119,16 @@ def _export(args) -> int:
     return 0
 
 
-def _add_decode_options(p) -> None:
-    p.add_argument("--beam-size", type=int, default=5, help="beams; 1 = greedy (default 5)")
-    p.add_argument("--n-best", type=int, default=1, help="hypotheses per sentence")
-    p.add_argument("--length-penalty", type=float, default=0.6, help="alpha of Wu et al. 2016")
-    p.add_argument("--coverage-penalty", type=float, default=0.0, help="beta of Wu et al. 2016")
-    p.add_argument("--max-length-ratio", type=float, default=2.0,
-                   help="most target tokens per source token")
-    p.add_argument("--no-replace-unknown", action="store_true",
-                   help="keep unknown pieces instead of copying the attended source word")
-
-
-def _decode_options(args):
-    from nmt.types import DecodeOptions
-
-    return DecodeOptions(
-        beam_size=args.beam_size, n_best=args.n_best, length_penalty=args.length_penalty,
-        coverage_penalty=args.coverage_penalty, max_length_ratio=args.max_length_ratio,
-        replace_unknown=not args.no_replace_unknown,
-    )
-
-
 def _add_translate(sub) -> None:
     p = sub.add_parser("translate", help="translate sentences (arguments or stdin, one a line)")
     p.add_argument("sentences", nargs="*", help="English sentences; read from stdin if none")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--model", default=str(DEFAULT_MODEL),
+    where.add_argument("--model", default=str(DEFAULT_MODEL_DIR),
                        help="SavedModel base or version directory (default: models/en-fr)")
     where.add_argument("--server", help="host:port of a running `nmt serve`")
     p.add_argument("--alignment", action="store_true", help="print the word alignment table")
     p.add_argument("--plot", help="write the attention heatmap of the first sentence (PNG)")
-    _add_decode_options(p)
+    add_decode_options(p)
     p.set_defaults(func=_translate)
 
 
@@ -155,9 +137,9 @@ def _translate(args) -> int:
     sentences = [s for s in sentences if s.strip()]
     if not sentences:
         raise ValueError("nothing to translate: give sentences as arguments or on stdin")
-    options = _decode_options(args)
+    options = decode_options(args)
     if args.server:
-        from nmt.client import TranslationClient
+        from nmt_api.client import TranslationClient
 
         with TranslationClient(args.server) as client:
             results = client.translate(sentences, options)
@@ -197,7 +179,7 @@ def _add_align(sub) -> None:
     given.add_argument("--source", help="English sentences, one a line (with --target)")
     p.add_argument("--target", help="French sentences, line-aligned with --source")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--model", default=str(DEFAULT_MODEL),
+    where.add_argument("--model", default=str(DEFAULT_MODEL_DIR),
                        help="SavedModel base or version directory (default: models/en-fr)")
     where.add_argument("--server", help="host:port of a running `nmt serve`")
     p.add_argument("--alignment", action="store_true",
@@ -260,7 +242,7 @@ def _alignment_pairs(args) -> list[tuple[str, str]]:
 def _aligner(args):
     """`(sources, targets) -> translations`, in-process or through `--server`."""
     if args.server:
-        from nmt.client import TranslationClient
+        from nmt_api.client import TranslationClient
 
         client = TranslationClient(args.server)
         return client.align
@@ -282,7 +264,7 @@ def _alignment_record(source: str, target: str, result) -> dict:
 
 def _add_evaluate(sub) -> None:
     p = sub.add_parser("evaluate", help="BLEU/chrF on a test set and AER on gold alignments")
-    p.add_argument("--model", default=str(DEFAULT_MODEL), help="SavedModel base or version dir")
+    p.add_argument("--model", default=str(DEFAULT_MODEL_DIR), help="SavedModel base or version dir")
     p.add_argument("--test", help="TSV English<TAB>French (multi-reference by identical source)")
     p.add_argument("--source", help="source file, one sentence a line (with --reference)")
     p.add_argument("--reference", action="append", default=[],
@@ -292,7 +274,7 @@ def _add_evaluate(sub) -> None:
                    help="tokenized source/target files and gold links (i-j sure, ipj possible)")
     p.add_argument("--limit", type=int, default=0, help="use only the first N test pairs")
     p.add_argument("--json", help="also write the results to this JSON file")
-    _add_decode_options(p)
+    add_decode_options(p)
     p.set_defaults(func=_evaluate)
 
 
@@ -308,7 +290,7 @@ def _evaluate(args) -> int:
     results: dict = {}
     pairs = _evaluation_pairs(args, data)
     if pairs:
-        report = scoring.score_translations(translator, pairs, _decode_options(args))
+        report = scoring.score_translations(translator, pairs, decode_options(args))
         print(f"BLEU {report.scores.bleu:.2f}  chrF {report.scores.chrf:.2f}  "
               f"({report.sentences} sentences, {report.references_per_sentence:.2f} refs each, "
               f"{report.seconds:.0f}s)")
@@ -376,17 +358,6 @@ def _gold_alignments(args, evaluation) -> list:
     return []
 
 
-def _add_optional(sub, module: str, function: str) -> None:
-    """Registers a subcommand that lives beside its implementation (serving/, batch/)."""
-    import importlib
-
-    try:
-        getattr(importlib.import_module(module), function)(sub)
-    except ModuleNotFoundError as error:
-        if error.name != module:
-            raise
-
-
 def quiet_framework_logs() -> None:
     """Keeps TensorFlow's, absl's and SentencePiece's start-up logs off the terminal.
 
@@ -434,8 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     _add_train(sub)
     _add_align_corpus(sub)
     _add_export(sub)
-    _add_optional(sub, "serving.cli", "add_serve_parser")
-    _add_optional(sub, "batch.cli", "add_batch_parser")
+    add_serve_parser(sub)
+    add_batch_parser(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
@@ -444,5 +415,3 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-if __name__ == "__main__":
-    sys.exit(main())

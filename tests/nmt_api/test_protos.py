@@ -2,7 +2,7 @@
 
 import os
 
-from serving import protos
+from nmt_api import protos
 
 
 def test_generate_builds_the_three_modules_in_a_package(tmp_path):
@@ -10,9 +10,9 @@ def test_generate_builds_the_three_modules_in_a_package(tmp_path):
 
     assert [f.name for f in files] == list(protos.GENERATED)
     assert all(f.stat().st_size > 0 for f in files)
-    assert (tmp_path / "nmt" / "v1" / "__init__.py").exists()
-    # The gRPC module imports its messages by the proto package path.
-    assert "from nmt.v1 import translation_pb2" in files[1].read_text()
+    assert (tmp_path / "nmt_api" / "v1" / "__init__.py").exists()
+    # The gRPC module imports its messages by the .proto file's path.
+    assert "from nmt_api.v1 import translation_pb2" in files[1].read_text()
     assert not protos.is_stale(tmp_path)
 
 
@@ -29,7 +29,9 @@ def test_the_service_has_its_four_rpcs():
     pb2, pb2_grpc = protos.load()
 
     assert pb2.DESCRIPTOR.package == "nmt.v1"
+    assert pb2.__name__ == "nmt_api.v1.translation_pb2"
     service = pb2.DESCRIPTOR.services_by_name["TranslationService"]
+    assert service.full_name == protos.SERVICE_NAME == "nmt.v1.TranslationService"
     assert {m.name for m in service.methods} == {
         "Translate", "TranslateStream", "Align", "GetModelInfo"}
     align = service.methods_by_name["Align"]

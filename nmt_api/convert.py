@@ -1,7 +1,7 @@
 """Conversions between `nmt.types` values and `nmt.v1` protobuf messages.
 
-Used by the servicer (types → proto) and by `nmt.client` (proto → types), so
-both ends agree. Needs neither TensorFlow nor a model.
+Used by the servicer (types → proto) and by `nmt_api.client` (proto → types),
+so both ends agree. Needs neither TensorFlow nor a model.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from nmt.types import DecodeOptions, Hypothesis, Translation
-from serving import protos
+from nmt.types import DecodeOptions, Hypothesis, Translation, parse_pharaoh
+from nmt_api import protos
 
 pb2, _ = protos.load()
 
@@ -43,7 +43,11 @@ def translation_to_proto(translation: Translation, with_alignment: bool = True):
 
 
 def model_info_to_proto(info, limits):
-    """A `GetModelInfoResponse` from an `nmt.translator.ModelInfo` and the server's limits."""
+    """A `GetModelInfoResponse` from an `nmt.translator.ModelInfo` and the server's limits.
+
+    `limits` is any dataclass with the fields of `ServerLimits` (the server's
+    `serving.validation.Limits`).
+    """
     metadata = info.metadata
     attribution = metadata.get("attribution", "")
     return pb2.GetModelInfoResponse(
@@ -70,11 +74,6 @@ def flatten_scores(scores, prefix: str = "") -> dict[str, float]:
 
 
 # --- proto -> types (client side) ------------------------------------------------------------
-
-
-def parse_pharaoh(links: str) -> tuple[tuple[int, int], ...]:
-    """`"0-0 1-2"` -> `((0, 0), (1, 2))`."""
-    return tuple((int(i), int(j)) for i, _, j in (link.partition("-") for link in links.split()))
 
 
 def hypothesis_from_proto(message, source_length: int) -> Hypothesis:

@@ -1,4 +1,4 @@
-"""What machine a figure was measured on (for benchmarks and model cards)."""
+"""What machine a figure was measured on (for the model card and the benchmarks in bench/)."""
 
 from __future__ import annotations
 

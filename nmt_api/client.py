@@ -3,7 +3,7 @@
 They return the same types as `nmt.translator.Translator` (`nmt.types`, with
 alignment matrices as NumPy arrays) and need neither TensorFlow nor a model:
 
-    from nmt.client import TranslationClient
+    from nmt_api.client import TranslationClient
 
     with TranslationClient("localhost:50051") as client:
         for t in client.translate(["How are you?"]):
@@ -23,29 +23,15 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Se
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from nmt.types import DecodeOptions, Translation
-from serving import convert, protos
+from nmt.types import DecodeOptions, Translation, sentence_list
+from nmt_api import convert, protos
+from nmt_api.protos import SERVICE_NAME
 
 pb2, pb2_grpc = protos.load()
 
-SERVICE_NAME = "nmt.v1.TranslationService"
 # Responses carry alignment matrices; allow large ones (the server limits requests).
 _CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 256 * 1024 * 1024),
                     ("grpc.max_send_message_length", 256 * 1024 * 1024)]
-
-
-def _check_sentences(sentences: Sequence[str], name: str = "sentences") -> list[str]:
-    """`sentences` as a list; `TypeError` (naming the argument `name`) unless all are `str`."""
-    if isinstance(sentences, str | bytes):
-        raise TypeError(
-            f"{name} must be a sequence of strings, not a single string. "
-            f"Received: {name}={sentences[:40]!r}; wrap it in a list.")
-    sentences = list(sentences)
-    for i, sentence in enumerate(sentences):
-        if not isinstance(sentence, str):
-            raise TypeError(
-                f"{name[:-1]} {i} must be a str. Received: {type(sentence).__name__}")
-    return sentences
 
 
 def _request(sentences: list[str], options: DecodeOptions | None, with_alignment: bool,
@@ -98,7 +84,7 @@ class TranslationClient:
         Returns:
             One `Translation` per sentence, in order.
         """
-        sentences = _check_sentences(sentences)
+        sentences = sentence_list(sentences)
         response = self._stub.Translate(_request(sentences, options, with_alignment),
                                         timeout=self.timeout, metadata=self._metadata)
         return convert.translations_from_response(response, sentences)
@@ -116,7 +102,7 @@ class TranslationClient:
 
         def requests():
             for index, batch in enumerate(batches):
-                sent[index] = _check_sentences(batch)
+                sent[index] = sentence_list(batch)
                 yield _request(sent[index], options, True, request_id=str(index))
 
         responses = self._stub.TranslateStream(requests(), timeout=self.timeout,
@@ -147,8 +133,8 @@ class TranslationClient:
             grpc.RpcError: INVALID_ARGUMENT if the counts differ or a target
                 is blank for a non-blank source; RESOURCE_EXHAUSTED over a limit.
         """
-        sources = _check_sentences(sources, "sources")
-        targets = _check_sentences(targets, "targets")
+        sources = sentence_list(sources, "sources")
+        targets = sentence_list(targets, "targets")
         response = self._stub.Align(_align_request(sources, targets, with_alignment),
                                     timeout=self.timeout, metadata=self._metadata)
         return convert.alignments_from_response(response, sources)
@@ -203,7 +189,7 @@ class AsyncTranslationClient:
     async def translate(self, sentences: Sequence[str], options: DecodeOptions | None = None,
                         *, with_alignment: bool = True) -> list[Translation]:
         """See `TranslationClient.translate`."""
-        sentences = _check_sentences(sentences)
+        sentences = sentence_list(sentences)
         response = await self._stub.Translate(_request(sentences, options, with_alignment),
                                               timeout=self.timeout, metadata=self._metadata)
         return convert.translations_from_response(response, sentences)
@@ -218,7 +204,7 @@ class AsyncTranslationClient:
         async def requests():
             index = 0
             async for batch in _aiter(batches):
-                sent[index] = _check_sentences(batch)
+                sent[index] = sentence_list(batch)
                 yield _request(sent[index], options, True, request_id=str(index))
                 index += 1
 
@@ -230,8 +216,8 @@ class AsyncTranslationClient:
     async def align(self, sources: Sequence[str], targets: Sequence[str], *,
                     with_alignment: bool = True) -> list[Translation]:
         """See `TranslationClient.align`."""
-        sources = _check_sentences(sources, "sources")
-        targets = _check_sentences(targets, "targets")
+        sources = sentence_list(sources, "sources")
+        targets = sentence_list(targets, "targets")
         response = await self._stub.Align(_align_request(sources, targets, with_alignment),
                                           timeout=self.timeout, metadata=self._metadata)
         return convert.alignments_from_response(response, sources)

@@ -1,6 +1,6 @@
 """Exit 0 when the translation service reports SERVING, 1 otherwise (container probes).
 
-    python -m serving.healthcheck --target 127.0.0.1:50051 [--tls-ca ca.pem]
+    python -m nmt_api.healthcheck --target 127.0.0.1:50051 [--tls-ca ca.pem]
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-SERVICE_NAME = "nmt.v1.TranslationService"
+from nmt_api.protos import SERVICE_NAME
 
 
 def check(target: str, timeout: float = 3.0, root_certificates: bytes | None = None) -> bool:

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from nmt import cli
+from nmt_cli import main as cli
 
 
 def run_cli(argv, capsys, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
@@ -153,7 +153,7 @@ def test_translate_prints_only_its_own_output(tiny_model_dir):
 
     env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "NMT_VERBOSE")}
     done = subprocess.run(
-        [sys.executable, "-m", "nmt.cli", "translate", "--model", str(tiny_model_dir),
+        [sys.executable, "-m", "nmt_cli", "translate", "--model", str(tiny_model_dir),
          "--beam-size", "1", "Good morning."],
         capture_output=True, text=True, env=env, timeout=300, check=False,
     )
@@ -161,7 +161,7 @@ def test_translate_prints_only_its_own_output(tiny_model_dir):
     assert done.stderr == "", "no TensorFlow, absl or SentencePiece logs"
     assert len(done.stdout.splitlines()) == 1
     failed = subprocess.run(
-        [sys.executable, "-m", "nmt.cli", "translate", "--model", str(tiny_model_dir),
+        [sys.executable, "-m", "nmt_cli", "translate", "--model", str(tiny_model_dir),
          "--beam-size", "0", "Hi."],
         capture_output=True, text=True, env=env, timeout=300, check=False,
     )

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nmt.types import DecodeOptions, Hypothesis, Translation
-from serving import convert, protos
+from nmt_api import convert, protos
 from serving.batching import blank_translation
 from serving.validation import Limits, parse_request
 
@@ -85,11 +85,6 @@ def test_flatten_scores_keeps_numeric_leaves():
     scores = {"test": {"bleu": 31.5, "chrf": 55}, "aer": 0.3, "note": "x", "ok": True}
 
     assert convert.flatten_scores(scores) == {"test.bleu": 31.5, "test.chrf": 55.0, "aer": 0.3}
-
-
-def test_parse_pharaoh():
-    assert convert.parse_pharaoh("0-0 1-2 10-3") == ((0, 0), (1, 2), (10, 3))
-    assert convert.parse_pharaoh("") == ()
 
 
 def test_model_info_round_trip():

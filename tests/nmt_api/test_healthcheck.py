@@ -1,4 +1,4 @@
-"""`python -m serving.healthcheck`: the container probe's exit code follows the health service."""
+"""`python -m nmt_api.healthcheck`: the container probe's exit code follows the health service."""
 
 from concurrent import futures
 
@@ -6,7 +6,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from serving.healthcheck import SERVICE_NAME, main
+from nmt_api.healthcheck import SERVICE_NAME, main
 from serving.testing import free_port
 
 

@@ -1,4 +1,4 @@
-"""`nmt.client`: sync and async clients return what `nmt.translator` returns."""
+"""`nmt_api.client`: sync and async clients return what `nmt.translator` returns."""
 
 import asyncio
 
@@ -6,8 +6,8 @@ import grpc
 import numpy as np
 import pytest
 
-from nmt.client import AsyncTranslationClient, TranslationClient
 from nmt.types import DecodeOptions, Hypothesis, Translation
+from nmt_api.client import AsyncTranslationClient, TranslationClient
 from serving.server import ServerConfig
 from serving.testing import ServerThread
 
@@ -75,6 +75,16 @@ def test_a_single_string_is_refused_before_sending(server):
     with TranslationClient(server.target) as client:
         with pytest.raises(TypeError, match="not a single string"):
             client.translate("Hello.")
+
+
+@pytest.mark.parametrize("bad", ["Hello.", ["Hello.", 3]], ids=["string", "non-string"])
+def test_bad_sentence_lists_fail_as_in_the_translator(server, direct, bad):
+    with pytest.raises(TypeError) as local:
+        direct.translate(bad)
+    with TranslationClient(server.target) as client, pytest.raises(TypeError) as remote:
+        client.translate(bad)
+
+    assert str(remote.value) == str(local.value)
 
 
 def test_align_returns_the_translators_alignments(server, direct):

@@ -1,15 +1,17 @@
-"""The generated protobuf and gRPC modules of `proto/nmt/v1/translation.proto`.
+"""The generated protobuf and gRPC modules of `proto/nmt_api/v1/translation.proto`.
 
-The modules (`nmt/v1/translation_pb2.py`, `translation_pb2_grpc.py` and the
+The modules (`nmt_api/v1/translation_pb2.py`, `translation_pb2_grpc.py` and the
 `.pyi` stub) are built with grpcio-tools, never committed or edited:
 
 - in a checkout (editable install, `make test`, `make serve`) `load()` builds
   them when they are missing or older than the `.proto`;
-- `python -m serving.protos` builds them explicitly, e.g. before
+- `python -m nmt_api.protos` builds them explicitly, e.g. before
   `pip install .` so that the wheel carries them (see `docker/Dockerfile`).
 
-They land in `nmt/v1/` because the generated gRPC module imports its messages
-as `nmt.v1.translation_pb2` (the proto package path).
+They land in `nmt_api/v1/` because the generated gRPC module imports its
+messages by the `.proto` file's path, `nmt_api.v1.translation_pb2`; the proto
+package inside the file stays `nmt.v1`, which is what the wire sees (as
+`tensorflow_serving/apis/*.proto` declare `package tensorflow.serving`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ from types import ModuleType
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = REPO_ROOT / "proto"
-PROTO_FILE = "nmt/v1/translation.proto"
+PROTO_FILE = "nmt_api/v1/translation.proto"
 GENERATED = ("translation_pb2.py", "translation_pb2_grpc.py", "translation_pb2.pyi")
-_PACKAGE_INIT = '"""Generated protobuf modules of `proto/nmt/v1/` (built, not edited)."""\n'
+_PACKAGE_INIT = '"""Generated protobuf modules of `proto/nmt_api/v1/` (built, not edited)."""\n'
+# The gRPC service's full name (proto package `nmt.v1`): what clients call and what the
+# health service reports on. A test checks it against the generated descriptor.
+SERVICE_NAME = "nmt.v1.TranslationService"
 
 
 def _out_dir(out_root: Path) -> Path:
@@ -83,13 +88,13 @@ def load() -> tuple[ModuleType, ModuleType]:
         generate()
         importlib.invalidate_caches()
     try:
-        pb2 = importlib.import_module("nmt.v1.translation_pb2")
-        pb2_grpc = importlib.import_module("nmt.v1.translation_pb2_grpc")
+        pb2 = importlib.import_module("nmt_api.v1.translation_pb2")
+        pb2_grpc = importlib.import_module("nmt_api.v1.translation_pb2_grpc")
     except ModuleNotFoundError as error:
         raise ImportError(
-            "The generated gRPC modules nmt/v1/translation_pb2*.py are missing and there is no "
-            f"proto/ source beside this package to build them from ({PROTO_ROOT}). Build them "
-            "in a checkout with `python -m serving.protos` before `pip install .`."
+            "The generated gRPC modules nmt_api/v1/translation_pb2*.py are missing and there is "
+            f"no proto/ source beside this package to build them from ({PROTO_ROOT}). Build them "
+            "in a checkout with `python -m nmt_api.protos` before `pip install .`."
         ) from error
     return pb2, pb2_grpc
 

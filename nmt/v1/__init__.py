@@ -1,1 +1,0 @@
-"""Generated protobuf modules of `proto/nmt/v1/` (built, not edited)."""

@@ -1,0 +1,1 @@
+"""Generated protobuf modules of `proto/nmt_api/v1/` (built, not edited)."""

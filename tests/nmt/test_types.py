@@ -1,0 +1,53 @@
+"""`nmt.types`: the Pharaoh link parsers and the sentence-list check every entry point uses."""
+
+import re
+
+import pytest
+
+from nmt.types import Hypothesis, parse_pharaoh, parse_pharaoh_links, sentence_list
+
+
+def test_parse_pharaoh_reads_links_in_order():
+    assert parse_pharaoh("0-0 1-2 10-3") == ((0, 0), (1, 2), (10, 3))
+    assert parse_pharaoh("  2-1\t0-0 ") == ((2, 1), (0, 0))
+    assert parse_pharaoh("") == ()
+
+
+def test_parse_pharaoh_round_trips_what_hypothesis_writes():
+    import numpy as np
+
+    links = ((0, 0), (2, 1), (1, 3))
+    hypothesis = Hypothesis(text="", target_tokens=(), score=0.0,
+                            alignment=np.zeros((0, 0), np.float32), word_alignment=links)
+    assert parse_pharaoh(hypothesis.pharaoh()) == links
+
+
+@pytest.mark.parametrize("text, token", [("0-0 1:2", "'1:2'"), ("0-0 1p2", "'1p2'"),
+                                         ("3?4", "'3?4'"), ("a-b", "'a-b'"), ("1-", "'1-'")])
+def test_parse_pharaoh_names_the_bad_token(text, token):
+    with pytest.raises(ValueError, match=re.escape(token)):
+        parse_pharaoh(text)
+
+
+def test_parse_pharaoh_links_marks_sure_and_possible_links():
+    assert parse_pharaoh_links(" 0-1 2p3 4?5  0-1 ") == (
+        (0, 1, True), (2, 3, False), (4, 5, False), (0, 1, True))
+    with pytest.raises(ValueError, match="Expected a link like 3-4, 3p4 or 3\\?4"):
+        parse_pharaoh_links("0-0 x")
+
+
+def test_sentence_list_accepts_any_sequence_of_strings():
+    assert sentence_list(("a", "b")) == ["a", "b"]
+    assert sentence_list(s for s in ["« Bonjour ! »"]) == ["« Bonjour ! »"]
+    assert sentence_list([]) == []
+
+
+@pytest.mark.parametrize("value, name, message", [
+    ("Hello.", "sentences", "sentences must be a sequence of strings, not a single string"),
+    (b"Hello.", "sources", "sources must be a sequence of strings, not a single string"),
+    (["a", None], "sentences", "sentence 1 must be a str. Received: NoneType"),
+    (["a", b"b"], "targets", "target 1 must be a str. Received: bytes"),
+])
+def test_sentence_list_raises_type_error_naming_the_argument(value, name, message):
+    with pytest.raises(TypeError, match=message):
+        sentence_list(value, name)
