@@ -1,11 +1,14 @@
 """Writes `MODEL_CARD.md` for an exported model from the files that measured it.
 
     python -m training.model_card --run runs/en-fr --evaluation evaluation.json \
-        --export models/en-fr/2 --out models/en-fr/MODEL_CARD.md
+        --export models/en-fr/3 --out models/en-fr/MODEL_CARD.md \
+        [--other 'NAME=nmt-evaluate.json' ...]
 
-Every figure in the card is read from the run's `summary.json` and
-`history.jsonl`, the JSON written by `nmt evaluate --json`, and the export's
-metadata, so the card never states a number no command produced.
+Every figure and fact about the run in the card (pairs, steps, time, machine,
+guidance) is read from the run's `summary.json`, `history.jsonl` and
+`config.yaml`, the JSON written by `nmt evaluate --json`, and the export's
+metadata, so the card never states a number no command produced, and
+rendering it on another machine changes nothing.
 """
 
 from __future__ import annotations
@@ -15,26 +18,48 @@ import json
 from pathlib import Path
 
 from nmt.constants import METADATA_PATH
-from training.machine import cpu_model
 
 ATTRIBUTION = "Sentence pairs from www.manythings.org/anki and tatoeba.org (CC-BY 2.0 FR)"
 
-def reproduce(version: str) -> tuple[str, ...]:
+def reproduce(version: str, average: int = 0) -> tuple[str, ...]:
     """The commands that produce export `version` and its scores (from the repo root,
-    with ../shared/data beside the checkout)."""
+    with the data under $NMT_DATA_DIR, by default ../shared/data beside the checkout)."""
     export = f"models/en-fr/{version}"
+    data = "../shared/data"
+    ood = f"{data}/out-of-domain"
+    averaging = f" --average {average}" if average else ""
     return (
+        "pip install '.[align]'   # eflomal, for the guided-alignment links (training only)",
         "nmt train --config training/configs/en-fr.yaml --run runs/en-fr",
-        f"nmt export --run runs/en-fr --out models/en-fr --version {version} \\\n"
+        f"nmt export --run runs/en-fr --out models/en-fr --version {version}{averaging} \\\n"
         "    --metadata training/configs/en-fr.metadata.json",
-        "nmt evaluate --model models/en-fr --test ../shared/data/anki-fra-eng/test.tsv \\\n"
-        "    --alibi ../shared/data/alibi-enfr-alignments --json models/en-fr/evaluation.json",
+        f"nmt evaluate --model models/en-fr --test {data}/anki-fra-eng/test.tsv \\\n"
+        f"    --alibi {data}/alibi-enfr-alignments --json models/en-fr/evaluation.json",
+        f"nmt evaluate --model models/en-fr --source {ood}/multi30k-test2017-flickr.en \\\n"
+        f"    --reference {ood}/multi30k-test2017-flickr.fr --json models/en-fr/multi30k.json",
+        f"nmt evaluate --model models/en-fr --source {ood}/newsdiscusstest2015.en \\\n"
+        f"    --reference {ood}/newsdiscusstest2015.fr --json models/en-fr/newsdiscuss.json",
         f"nmt export --from-export {export} --out models/en-fr --version {version} --overwrite \\\n"
         "    --metadata models/en-fr/evaluation.json   # scores into the model's metadata",
         "python -m training.model_card --run runs/en-fr \\\n"
         f"    --evaluation models/en-fr/evaluation.json --export {export} \\\n"
+        "    --other 'Multi30k test 2017 (captions)=models/en-fr/multi30k.json' \\\n"
+        "    --other 'WMT news discussion 2015=models/en-fr/newsdiscuss.json' \\\n"
         "    --out models/en-fr/MODEL_CARD.md",
     )
+
+
+def _count(summary: dict, key: str, what: str) -> str:
+    return f", {summary[key]:,}{what}" if key in summary else ""
+
+
+def _machine(summary: dict) -> str:
+    """The training machine as the run recorded it."""
+    machine = summary.get("machine")
+    if not machine:
+        return "a machine the run did not record"
+    accelerators = ", ".join(machine.get("accelerators") or ()) or "no GPU or TPU"
+    return f"{machine['cpu']} ({machine['cores']} cores, {accelerators})"
 
 
 def _size_mb(path: Path) -> float:
@@ -106,7 +131,8 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "",
         "- Training: the Tatoeba / ManyThings \"Anki\" fra-eng release of 2019-04-07, "
         "deduplicated and split so that no dev/test sentence occurs in training "
-        "(`train.tsv`, 162,029 pairs); model selection on `dev.tsv` (1,873 pairs).",
+        f"(`train.tsv`{_count(summary, 'train_pairs', ' pairs used after cleaning')}); "
+        f"model selection on `dev.tsv`{_count(summary, 'dev_sources', ' distinct sources')}.",
         f"- Licence: CC-BY 2.0 France. Attribution: \"{ATTRIBUTION}\".",
         "- Alignment evaluation: the Alibi English–French gold word alignments "
         "(522 pairs from five literary short stories), CC-BY-SA 4.0.",
@@ -140,7 +166,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "## Training",
         "",
         f"- {summary['steps']:,} steps ({summary['epochs_completed']} full epochs), "
-        f"{minutes:.0f} minutes of wall clock on {cpu_model()} (2 cores, no GPU), "
+        f"{minutes:.0f} minutes of wall clock on {_machine(summary)}, "
         f"TensorFlow {summary['tensorflow']}, Python {summary['python']}."
         + (f" {note}" if note else ""),
         _guidance(summary),
@@ -148,10 +174,11 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "- Reproduce:",
         "",
         "```sh",
-        *reproduce(export.name),
+        *reproduce(export.name, len(metadata.get("averaged_checkpoints") or ())),
         "```",
         "",
-        "- Config (`training/configs/en-fr.yaml`, paths resolved):",
+        "- Config (`training/configs/en-fr.yaml`, as the run saved it; paths relative to "
+        "the run directory):",
         "",
         "```yaml",
         config.strip(),

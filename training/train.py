@@ -18,6 +18,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import signal
 import sys
 import time
@@ -35,6 +36,7 @@ from nmt.model import ModelConfig, Seq2Seq, sequence_loss
 from nmt.tokenizer import TokenizerPair, train_tokenizers
 from training import corpus_alignment
 from training.config import TrainConfig, parse_duration
+from training.machine import cpu_model
 from training.progress import Progress
 from training.strategy import pick_strategy
 
@@ -371,8 +373,10 @@ def run(config_path: str | Path, run_dir: str | Path, *, resume: bool = False,
         )
     run_dir.mkdir(parents=True, exist_ok=True)
     if not (run_dir / "config.yaml").exists():
-        # The effective config (overrides applied), so export rebuilds the same model.
+        # The effective config (overrides applied), so export rebuilds the same model;
+        # data paths relative to the run directory, so the run can move with its data.
         effective = read_raw_config(config_path, overrides)
+        effective["data"] = relative_data_paths(effective["data"], run_dir)
         (run_dir / "config.yaml").write_text(yaml.safe_dump(effective, sort_keys=False))
     keras.utils.set_random_seed(cfg.optim.seed)
     tokenizers, corpus, dev = load_corpora(cfg, run_dir)
@@ -389,6 +393,21 @@ def run(config_path: str | Path, run_dir: str | Path, *, resume: bool = False,
     return run_dir
 
 
+def relative_data_paths(data: dict, run_dir: Path) -> dict:
+    """`data` with its file paths (absolute) made relative to `run_dir`."""
+    data = dict(data)
+    for key in ("train", "dev", "train_alignments"):
+        if data.get(key):
+            data[key] = os.path.relpath(data[key], run_dir.resolve())
+    return data
+
+
+def machine_summary() -> dict:
+    """What the run trained on, for its summary and model card."""
+    devices = [d.device_type for d in tf.config.list_physical_devices() if d.device_type != "CPU"]
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "accelerators": devices}
+
+
 def _write_summary(trainer: Trainer, run_dir: Path) -> None:
     summary = {
         "name": trainer.cfg.name,
@@ -401,6 +420,9 @@ def _write_summary(trainer: Trainer, run_dir: Path) -> None:
             int(trainer.state["target_tokens"]) / max(float(trainer.state["train_seconds"]), 1e-9)
         ),
         "parameters": int(trainer.model.count_params()),
+        "train_pairs": len(trainer.corpus),
+        "dev_sources": len(trainer.dev_sources),
+        "machine": machine_summary(),
         "model_config": trainer.model.config.to_dict(),
         "guided_alignment": dataclasses.asdict(trainer.cfg.guided_alignment),
         "python": sys.version.split()[0],

@@ -12,6 +12,9 @@ def test_card_reports_measured_figures(tmp_path):
     (run / "summary.json").write_text(json.dumps({
         "name": "en-fr", "steps": 1234, "epochs_completed": 3, "train_seconds": 5400.0,
         "parameters": 7306048, "tensorflow": "2.21.0", "python": "3.11.7",
+        "train_pairs": 161958, "dev_sources": 1412,
+        "machine": {"cpu": "Test CPU 9000", "cores": 2, "accelerators": []},
+        "guided_alignment": {"type": "ce", "weight": 0.5, "symmetrization": "intersection"},
     }))
     (run / "history.jsonl").write_text(
         json.dumps({"step": 400, "bleu": 12.5}) + "\n" + json.dumps({"step": 800, "bleu": 31.25})
@@ -31,7 +34,9 @@ def test_card_reports_measured_figures(tmp_path):
                         "bleu_signature": "nrefs:var|bs", "chrf_signature": "nrefs:var|c"},
         "alignment": {"aer": 0.4321, "precision": 0.5, "recall": 0.6, "pairs": 522},
     }
-    card = render(run, evaluation, export)
+    other = {"Captions": {"translation": {"bleu": 20.0, "chrf": 45.5, "sentences": 1000,
+                                          "beam_size": 5}}}
+    card = render(run, evaluation, export, other=other)
     assert "| BLEU, `test.tsv` | 41.23 |" in card
     assert "| chrF, `test.tsv` | 60.50 |" in card
     assert "| AER, Alibi | 0.432 |" in card
@@ -41,3 +46,31 @@ def test_card_reports_measured_figures(tmp_path):
     assert ATTRIBUTION in card
     assert "nmt train --config training/configs/en-fr.yaml" in card
     assert "--version 3" in card and "--from-export models/en-fr/3" in card
+    assert "161,958 pairs used after cleaning" in card and "1,412 distinct sources" in card
+    assert "on Test CPU 9000 (2 cores, no GPU or TPU)" in card
+    assert "`ce` loss with weight 0.5" in card and "intersection" in card
+    assert "| BLEU / chrF, Captions | 20.00 / 45.50 |" in card
+    assert "best dev BLEU" in card and "--average" not in card
+
+
+def test_card_of_an_averaged_export_says_so(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "summary.json").write_text(json.dumps({
+        "name": "en-fr", "steps": 10, "epochs_completed": 0, "train_seconds": 60.0,
+        "parameters": 1, "tensorflow": "2.21.0", "python": "3.11.7"}))
+    (run / "history.jsonl").write_text("")
+    (run / "config.yaml").write_text("name: en-fr\n")
+    export = tmp_path / "models" / "3"
+    (export / METADATA_PATH).parent.mkdir(parents=True)
+    (export / METADATA_PATH).write_text(json.dumps({
+        "attention": "bahdanau", "averaged_checkpoints": [9000, 9500],
+        "model_config": {"encoder_layers": 2, "decoder_layers": 1, "cell": "lstm",
+                         "hidden_dim": 512, "embedding_dim": 256, "share_embeddings": True,
+                         "tie_embeddings": True, "target_vocab_size": 8000},
+    }))
+    card = render(run, {}, export)
+    assert "mean of the last 2 checkpoints (steps 9,000, 9,500)" in card
+    assert "--version 3 --average 2" in card
+    assert "a machine the run did not record" in card
+    assert "No guided alignment" in card
