@@ -32,18 +32,17 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from batch.engines import DEFAULT_BATCH_SIZE
 from batch.job import translate_window
-from batch.readers import (
-    INPUT_FORMATS,
-    InputFormat,
-    SourceLine,
-    detect_input_format,
-    numbered_lines,
-    parse_line,
+from batch.options import (
+    add_input_options,
+    add_model_option,
+    add_translation_options,
+    input_format,
 )
+from batch.readers import InputFormat, SourceLine, numbered_lines, parse_line
 from batch.records import error_record, format_record
-from nmt.constants import DEFAULT_MAX_CHARS
-from nmt.options import DEFAULT_MODEL_DIR, add_decode_options, decode_options
+from nmt.options import decode_options
 from nmt.types import DecodeOptions
 
 # Character lengths at which sentences go to different batches (bisect_right:
@@ -83,8 +82,9 @@ class TranslationModelHandler(ModelHandler[tuple[int, str], dict, object]):
             of its length (streaming; in batch mode batches fill up at once).
     """
 
-    def __init__(self, model: str, options: DecodeOptions | None = None, *, batch_size: int = 64,
-                 with_alignment: bool = False, max_wait_secs: int = 10):
+    def __init__(self, model: str, options: DecodeOptions | None = None, *,
+                 batch_size: int = DEFAULT_BATCH_SIZE, with_alignment: bool = False,
+                 max_wait_secs: int = 10):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1. Received: batch_size={batch_size!r}")
         super().__init__(min_batch_size=batch_size, max_batch_size=batch_size,
@@ -161,28 +161,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--input", required=True, help="input file (local, gs://, ...; .gz ok)")
     p.add_argument("--output", required=True,
                    help="output prefix, e.g. out/fr.jsonl → out/fr-00000-of-00004.jsonl")
-    p.add_argument("--model", default=str(DEFAULT_MODEL_DIR),
-                   help="SavedModel base or version dir")
-    p.add_argument("--input-format", choices=INPUT_FORMATS,
-                   help="default: tsv for .tsv, jsonl for .jsonl/.ndjson/.json, else text")
-    p.add_argument("--column", type=int, default=0, help="0-based TSV column")
-    p.add_argument("--field", default="text", help="JSON Lines field")
-    p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS,
-                   help="longer lines become errors")
-    p.add_argument("--alignment", action="store_true", help="add tokens and attention matrices")
-    p.add_argument("--batch-size", type=int, default=64, help="sentences per model call")
+    add_model_option(p)
+    add_input_options(p)
     p.add_argument("--max-wait-secs", type=int, default=10,
                    help="longest wait of a partial batch (streaming)")
     p.add_argument("--num-shards", type=int, default=0, help="output files (0: runner decides)")
-    add_decode_options(p)
+    add_translation_options(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parses our options, passes the rest to Beam (`--runner`, ...) and runs the pipeline."""
     args, beam_args = _parser().parse_known_args(argv)
-    fmt = InputFormat(args.input_format or detect_input_format(args.input), column=args.column,
-                      field=args.field, max_chars=args.max_chars)
+    fmt = input_format(args, args.input)
     handler = TranslationModelHandler(args.model, decode_options(args),
                                       batch_size=args.batch_size, with_alignment=args.alignment,
                                       max_wait_secs=args.max_wait_secs)

@@ -7,10 +7,15 @@ import sys
 import time
 from pathlib import Path
 
-from batch.readers import INPUT_FORMATS, InputFormat, detect_input_format, open_input
+from batch.options import (
+    add_input_options,
+    add_model_option,
+    add_translation_options,
+    input_format,
+)
+from batch.readers import open_input
 from batch.records import OUTPUT_FORMATS, detect_output_format
-from nmt.constants import DEFAULT_MAX_CHARS
-from nmt.options import DEFAULT_MODEL_DIR, add_decode_options, decode_options
+from nmt.options import decode_options
 
 log = logging.getLogger("nmt.batch")
 
@@ -24,28 +29,19 @@ def add_batch_parser(sub) -> None:
     p.add_argument("input", type=Path, help="input file; .gz is decompressed")
     p.add_argument("output", type=Path, help="output file; .gz is compressed")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--model", default=str(DEFAULT_MODEL_DIR),
-                       help="SavedModel base or version directory (default: models/en-fr)")
+    add_model_option(where)
     where.add_argument("--server", metavar="HOST:PORT", help="translate through `nmt serve`")
     p.add_argument("--token", help="bearer token for --server")
     p.add_argument("--ca-cert", type=Path, help="PEM root certificates: use TLS for --server")
     p.add_argument("--timeout", type=float, help="seconds per server call (default: none)")
     p.add_argument("--format", choices=OUTPUT_FORMATS,
                    help="output format (default: text for .txt[.gz], else jsonl)")
-    p.add_argument("--input-format", choices=INPUT_FORMATS,
-                   help="default: tsv for .tsv, jsonl for .jsonl/.ndjson/.json, else text")
-    p.add_argument("--column", type=int, default=0, help="0-based TSV column (default 0)")
-    p.add_argument("--field", default="text", help="JSON Lines field (default: text)")
-    p.add_argument("--alignment", action="store_true",
-                   help="add subword tokens and the attention matrix to each record")
+    add_input_options(p)
     p.add_argument("--resume", action="store_true", help="continue an interrupted run")
-    p.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
     p.add_argument("--window", type=int, default=2000,
                    help="lines sorted by length and committed together (default 2000)")
-    p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS,
-                   help=f"longer lines are recorded as errors (default {DEFAULT_MAX_CHARS})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_decode_options(p)
+    add_translation_options(p)
     p.set_defaults(func=run_batch)
 
 
@@ -65,9 +61,7 @@ def _config(args):
 
     if not args.input.is_file():
         raise FileNotFoundError(f"no input file {args.input}")
-    fmt = InputFormat(args.input_format or detect_input_format(args.input), column=args.column,
-                      field=args.field, max_chars=args.max_chars)
-    return JobConfig(args.input, args.output, fmt,
+    return JobConfig(args.input, args.output, input_format(args, args.input),
                      output_format=args.format or detect_output_format(str(args.output)),
                      with_alignment=args.alignment, window=args.window, resume=args.resume)
 
@@ -77,7 +71,7 @@ def run_batch(args) -> int:
 
     config = _config(args)
     engine = _make_engine(args)
-    progress = Progress(config.input, enabled=not args.no_progress and sys.stderr.isatty())
+    progress = JobProgress(config.input, enabled=not args.no_progress and sys.stderr.isatty())
     try:
         result = run_job(config, engine, on_progress=progress.update)
     except KeyboardInterrupt:
@@ -103,8 +97,9 @@ def count_lines(path: Path) -> int:
     return count + (last != b"\n")
 
 
-class Progress:
-    """A tqdm bar with lines/s and ETA on a terminal; a log line every 30 s otherwise."""
+class JobProgress:
+    """Progress of a batch job: a tqdm bar with lines/s and ETA on a terminal; a log line
+    every 30 s otherwise."""
 
     def __init__(self, path: Path, enabled: bool, log_every: float = 30.0):
         self.bar = None

@@ -20,6 +20,9 @@ from nmt.types import DecodeOptions, Translation
 
 log = logging.getLogger("nmt.batch")
 
+# Sentences per model call (or per streamed request) unless the job says otherwise.
+DEFAULT_BATCH_SIZE = 64
+
 
 class BadInputError(ValueError):
     """The engine rejected the sentences it was given (retrying will not help)."""
@@ -37,7 +40,10 @@ class Engine(Protocol):
 
     def translate(self, sentences: Sequence[str]) -> list[Translation]: ...
 
-    def describe(self) -> dict: ...
+    def settings(self) -> dict:
+        """What decides this engine's output (model or server, batch size, options), as
+        JSON-ready values: part of a job's fingerprint, so a resumed job uses the same."""
+        ...
 
 
 def batches(items: Sequence, size: int) -> Iterator[Sequence]:
@@ -83,13 +89,13 @@ class LocalEngine:
 
     max_source_tokens: int | None = MAX_SENTENCE_TOKENS
 
-    def __init__(self, translator, options: DecodeOptions, batch_size: int = 64):
+    def __init__(self, translator, options: DecodeOptions, batch_size: int = DEFAULT_BATCH_SIZE):
         _check_batch_size(batch_size)
         self.translator, self.options, self.batch_size = translator, options, batch_size
 
     @classmethod
     def load(cls, model: str | os.PathLike, options: DecodeOptions,
-             batch_size: int = 64) -> LocalEngine:
+             batch_size: int = DEFAULT_BATCH_SIZE) -> LocalEngine:
         from nmt.translator import Translator
 
         return cls(Translator.load(model), options, batch_size)
@@ -105,7 +111,7 @@ class LocalEngine:
                 raise BadInputError(error.message.splitlines()[0]) from error
         return results
 
-    def describe(self) -> dict:
+    def settings(self) -> dict:
         return {"model": self.translator.info.path, "batch_size": self.batch_size,
                 "options": dataclasses.asdict(self.options)}
 
@@ -144,14 +150,14 @@ class ServerEngine:
     # The server runs the same export, which truncates sentences at this limit.
     max_source_tokens: int | None = MAX_SENTENCE_TOKENS
 
-    def __init__(self, client, options: DecodeOptions, batch_size: int = 64, target: str = "",
-                 *, retries: int = 5, backoff_s: float = 1.0):
+    def __init__(self, client, options: DecodeOptions, batch_size: int = DEFAULT_BATCH_SIZE,
+                 target: str = "", *, retries: int = 5, backoff_s: float = 1.0):
         _check_batch_size(batch_size)
         self.client, self.options, self.batch_size = client, options, batch_size
         self.target, self.retries, self.backoff_s = target, retries, backoff_s
 
     @classmethod
-    def connect(cls, target: str, options: DecodeOptions, batch_size: int = 64, *,
+    def connect(cls, target: str, options: DecodeOptions, batch_size: int = DEFAULT_BATCH_SIZE, *,
                 timeout: float | None = None, root_certificates: bytes | None = None,
                 token: str | None = None) -> ServerEngine:
         from nmt_api.client import TranslationClient
@@ -181,7 +187,7 @@ class ServerEngine:
             )
         return results
 
-    def describe(self) -> dict:
+    def settings(self) -> dict:
         return {"server": self.target, "batch_size": self.batch_size,
                 "options": dataclasses.asdict(self.options)}
 

@@ -99,7 +99,7 @@ def fingerprint(config: JobConfig, engine: Engine) -> dict:
         "input_mtime_ns": stat.st_mtime_ns,
         "input_format": dataclasses.asdict(config.input_format),
         "output_format": config.output_format, "with_alignment": config.with_alignment,
-        "window": config.window, "engine": engine.describe(),
+        "window": config.window, "engine": engine.settings(),
     }
     return json.loads(json.dumps(facts))  # the form it takes once saved (lists, not tuples)
 

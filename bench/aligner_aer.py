@@ -23,19 +23,21 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
+from nmt.paths import data_dir  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR,
                         help="exported model whose SentencePiece pieces are used")
-    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=data_dir(),
+                        help="the shared data directory (NMT_DATA_DIR)")
     args = parser.parse_args()
 
     import tensorflow as tf
 
     from nmt.alignment import given_word_map
-    from nmt.data import read_pairs
+    from nmt.corpus import read_pairs
     from nmt.evaluation import alignment_scores, read_alibi
     from nmt.tokenizer import SubwordTokenizer, TokenizerPair
     from nmt.translator import resolve_version_dir

@@ -27,6 +27,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from nmt.paths import data_dir  # noqa: E402
+
 MECHANISMS = {
     "bahdanau": {"decoder": "bahdanau", "attention": "bahdanau"},
     "bahdanau-normalized": {"decoder": "bahdanau", "attention": "bahdanau", "normalize": True},
@@ -59,7 +61,7 @@ VARIANTS["luong-concat+feed+guided-0.5"] = {**MECHANISMS["luong-concat+feed"], *
 
 
 def run_variant(name: str, settings: dict, args) -> dict:
-    from nmt.data import read_pairs
+    from nmt.corpus import read_pairs
     from nmt.evaluation import read_alibi
     from nmt.export import export_saved_model
     from nmt.scoring import score_alignments, score_translations
@@ -104,7 +106,8 @@ def run_variant(name: str, settings: dict, args) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=REPO / "training/configs/en-fr.yaml")
-    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=data_dir(),
+                        help="the shared data directory (NMT_DATA_DIR)")
     parser.add_argument("--work", type=Path, default=REPO / "runs" / "compare")
     parser.add_argument("--budget", default="10m", help="wall clock per variant")
     parser.add_argument("--eval-every", type=int, default=200)

@@ -6,7 +6,7 @@ search, alignments and word links, then NumPy results) at beam 1 and 5 and
 batch 1 and 64, and prints a Markdown table with the process's peak resident
 memory and the machine it ran on.
 
-    python bench/decode_speed.py [models/en-fr] [--dev ../shared/data/anki-fra-eng/dev.tsv]
+    python bench/decode_speed.py [models/en-fr] [--dev $NMT_DATA_DIR/anki-fra-eng/dev.tsv]
         [--limit 256] [--beams 1,5] [--batches 1,64]
 
 Each setting translates at most `--limit` distinct dev sentences, in file
@@ -30,10 +30,10 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import tensorflow as tf  # noqa: E402
 
+from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
+from nmt.paths import DATA_DIR_ENV, data_dir  # noqa: E402
 from nmt.translator import Translator  # noqa: E402
 from training.machine import cpu_model  # noqa: E402
-
-DEFAULT_DEV = REPO_ROOT / ".." / "shared" / "data" / "anki-fra-eng" / "dev.tsv"
 
 
 def peak_rss_mb() -> float:
@@ -78,11 +78,11 @@ def int_list(text: str) -> list[int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", nargs="?", default="models/en-fr",
+    parser.add_argument("model", nargs="?", default=str(DEFAULT_MODEL_DIR),
                         help="base or version directory of the export (default: models/en-fr)")
-    parser.add_argument("--dev", type=Path, default=DEFAULT_DEV,
-                        help="English<TAB>French file (default: ../shared/data/anki-fra-eng/"
-                             "dev.tsv beside the checkout)")
+    parser.add_argument("--dev", type=Path, default=data_dir() / "anki-fra-eng" / "dev.tsv",
+                        help="English<TAB>French file (default: anki-fra-eng/dev.tsv in "
+                             f"${DATA_DIR_ENV}, else in ../shared/data beside the checkout)")
     parser.add_argument("--limit", type=int, default=256,
                         help="at most this many sentences per setting (default: 256)")
     parser.add_argument("--beams", type=int_list, default=[1, 5], help="e.g. 1,5")

@@ -1,20 +1,25 @@
-"""Load test of the gRPC service: throughput and latency under concurrent clients.
+"""Load test over gRPC and HTTP/JSON: throughput and latency under concurrent clients.
 
 Starts `nmt serve` on 127.0.0.1 (batching on, then off), and for each
-concurrency level runs N clients for a fixed time, each sending one sentence
-per request in a loop. Prints a Markdown table (sentences/s, p50/p95/p99
+concurrency level and each protocol runs N clients for a fixed time, each
+sending one sentence per request in a loop (the sentences below, in turn).
+Both protocols reach the same server, model and batching queue: gRPC through
+`nmt_api.client.AsyncTranslationClient`, HTTP as `POST /v1/translate` JSON
+bodies (aiohttp client). Prints a Markdown table (sentences/s, p50/p95/p99
 latency, errors) and the server's memory before and after, with the machine.
 
-    .venv/bin/python bench/load_test.py                  # models/en-fr, 10 s per level
+    .venv/bin/python bench/load_test.py                  # models/en-fr, both, 10 s per level
+    .venv/bin/python bench/load_test.py --protocol http  # HTTP only
     .venv/bin/python bench/load_test.py --model runs/x --duration 60 --concurrency 32
 
-Total time is about modes x levels x (warmup + duration) plus two server starts.
+Total time is about modes x levels x protocols x (warmup + duration) plus two server starts.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import platform
 import subprocess
@@ -61,11 +66,13 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def start_server(model: Path, batching: bool, log_path: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
+def start_server(model: Path, batching: bool, log_path: Path
+                 ) -> tuple[subprocess.Popen, str, str]:
+    """`(process, gRPC target, HTTP base URL)` of a serving `nmt serve`."""
+    port, http_port = free_port(), free_port()
     command = [sys.executable, "-m", "nmt_cli", "serve", "--model", str(model),
                "--host", "127.0.0.1", "--port", str(port), "--metrics-port", "0",
-               "--poll-interval", "0", "--grace", "2"]
+               "--http-port", str(http_port), "--poll-interval", "0", "--grace", "2"]
     if not batching:
         command.append("--no-batching")
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPO)}
@@ -79,10 +86,34 @@ def start_server(model: Path, batching: bool, log_path: Path) -> tuple[subproces
         except TimeoutError:
             process.terminate()
             raise SystemExit(f"the server did not start; see {log_path}") from None
-    return process, target
+    return process, target, f"http://127.0.0.1:{http_port}"
 
 
-async def run_level(target: str, clients: int, duration: float, warmup: float) -> dict:
+@contextlib.asynccontextmanager
+async def sender(protocol: str, target: str, url: str, clients: int):
+    """`send(sentence)`: one Translate call over `protocol`, with alignments, default options."""
+    if protocol == "grpc":
+        async with AsyncTranslationClient(target, timeout=60) as client:
+            yield lambda sentence: client.translate([sentence], with_alignment=True)
+        return
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(connector=connector,
+                                     timeout=aiohttp.ClientTimeout(total=60)) as session:
+        async def send(sentence: str) -> dict:
+            body = {"sentences": [sentence], "withAlignment": True}
+            async with session.post(f"{url}/v1/translate", json=body) as response:
+                answer = await response.json()
+                if response.status != 200:
+                    raise RuntimeError(f"HTTP {response.status}: {answer.get('message')}")
+                return answer
+
+        yield send
+
+
+async def run_level(protocol: str, target: str, url: str, clients: int, duration: float,
+                    warmup: float) -> dict:
     """`clients` concurrent loops of one-sentence requests; latencies after the warm-up."""
     latencies: list[float] = []
     errors = 0
@@ -90,14 +121,14 @@ async def run_level(target: str, clients: int, duration: float, warmup: float) -
     start = loop.time()
     measure_from, end = start + warmup, start + warmup + duration
 
-    async def one_client(index: int, client: AsyncTranslationClient) -> None:
+    async def one_client(index: int, send) -> None:
         nonlocal errors
         i = index
         while (now := loop.time()) < end:
             sentence = SENTENCES[i % len(SENTENCES)]
             i += clients
             try:
-                await client.translate([sentence], with_alignment=True)
+                await send(sentence)
             except Exception:  # counted, not fatal: the table reports them
                 if now >= measure_from:
                     errors += 1
@@ -105,12 +136,12 @@ async def run_level(target: str, clients: int, duration: float, warmup: float) -
             if now >= measure_from:
                 latencies.append(loop.time() - now)
 
-    async with AsyncTranslationClient(target, timeout=60) as client:
-        await asyncio.gather(*(one_client(i, client) for i in range(clients)))
+    async with sender(protocol, target, url, clients) as send:
+        await asyncio.gather(*(one_client(i, send) for i in range(clients)))
     ms = np.array(latencies) * 1000
     percentile = (lambda q: float(np.percentile(ms, q))) if len(ms) else (lambda q: float("nan"))
-    return {"clients": clients, "throughput": len(ms) / duration, "p50": percentile(50),
-            "p95": percentile(95), "p99": percentile(99), "errors": errors}
+    return {"protocol": protocol, "clients": clients, "throughput": len(ms) / duration,
+            "p50": percentile(50), "p95": percentile(95), "p99": percentile(99), "errors": errors}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--modes", nargs="+", choices=["on", "off"], default=["on", "off"],
                         help="batching on and/or off")
+    parser.add_argument("--protocol", nargs="+", choices=["grpc", "http"],
+                        default=["grpc", "http"],
+                        help="gRPC and/or HTTP/JSON, measured one after the other on one server")
     args = parser.parse_args(argv)
     if not args.model.is_dir():
         print(f"no model at {args.model}; export one or pass --model", file=sys.stderr)
@@ -131,17 +165,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Model: {args.model}; {args.duration:g} s per level after {args.warmup:g} s warm-up; "
           "one sentence per request; server log: " + str(log_path))
     print()
-    print("| batching | clients | sentences/s | p50 ms | p95 ms | p99 ms | errors |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| batching | protocol | clients | sentences/s | p50 ms | p95 ms | p99 ms | errors |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     memory = []
     for mode in args.modes:
-        process, target = start_server(args.model, mode == "on", log_path)
+        process, target, url = start_server(args.model, mode == "on", log_path)
         try:
             started_rss = rss_mb(process.pid)
             for clients in args.concurrency:
-                r = asyncio.run(run_level(target, clients, args.duration, args.warmup))
-                print(f"| {mode} | {clients} | {r['throughput']:.1f} | {r['p50']:.1f} | "
-                      f"{r['p95']:.1f} | {r['p99']:.1f} | {r['errors']} |", flush=True)
+                for protocol in args.protocol:
+                    r = asyncio.run(run_level(protocol, target, url, clients, args.duration,
+                                              args.warmup))
+                    print(f"| {mode} | {protocol} | {clients} | {r['throughput']:.1f} | "
+                          f"{r['p50']:.1f} | {r['p95']:.1f} | {r['p99']:.1f} | {r['errors']} |",
+                          flush=True)
             memory.append((mode, started_rss, rss_mb(process.pid)))
         finally:
             process.terminate()

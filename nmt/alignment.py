@@ -184,9 +184,9 @@ def _valid(ids, lengths):
     return tf.range(tf.shape(ids)[1])[None, :] < visible[:, None]
 
 
-def describe(source_tokenizer, target_tokenizer, sentences, source_ids, target_ids,
+def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids, target_ids,
              target_lengths, attention, replace_unknown_words, targets=None):
-    """Turns search (or forced-decoding) output into user-facing tensors.
+    """The outputs of the exported signatures, from search (or forced-decoding) output.
 
     Args:
         source_tokenizer / target_tokenizer: `SubwordTokenizer`s.

@@ -5,7 +5,7 @@ optional local-p window, normalises in float32 and builds the context vector.
 Each mechanism only overrides how keys are projected (once per sentence) and
 how a query is scored against the projected keys.
 
-Contract (see DESIGN.md): `layer(query, keys, mask=...)` returns
+Contract, relied on by both decoders: `layer(query, keys, mask=...)` returns
 `(context, weights)`; weights have shape `(batch, Tq, Tk)` (or `(batch, Tk)`
 for a single decoder step), sum to 1 over `Tk` and are exactly 0 at masked
 positions.
@@ -241,34 +241,38 @@ class LuongAttention(Attention):
       v_a^T tanh(W_q h_t + W_k h_s), which is the same product split in two.
 
     Args:
-        score: one of `"dot"`, `"general"`, `"concat"`.
+        score_mode: one of `"dot"`, `"general"`, `"concat"` (the name Keras'
+            attention layers use; configs written with the older `score` key
+            still load).
         scale: multiply scores by a learned scalar g (initialised to 1).
         units: hidden size of `"concat"`; ignored by the other scores.
         **kwargs: see `Attention` (e.g. `local_window` for local-p).
     """
 
-    def __init__(self, score: str = "general", scale: bool = False, units: int = 256, **kwargs):
+    def __init__(self, score_mode: str = "general", scale: bool = False, units: int = 256,
+                 **kwargs):
         super().__init__(**kwargs)
-        if score not in _LUONG_SCORES:
-            raise ValueError(f"score must be one of {_LUONG_SCORES}. Received: score={score!r}")
+        if score_mode not in _LUONG_SCORES:
+            raise ValueError(f"score_mode must be one of {_LUONG_SCORES}. "
+                             f"Received: score_mode={score_mode!r}")
         if not _is_positive_int(units):
             raise ValueError(f"units must be a positive integer. Received: units={units!r}")
-        self.score = score
+        self.score_mode = score_mode
         self.scale = scale
         self.units = units
 
     def build_score(self, query_dim, key_dim):
-        if self.score == "dot" and query_dim != key_dim:
+        if self.score_mode == "dot" and query_dim != key_dim:
             raise ValueError(
                 "The 'dot' score needs queries and keys of the same size; use 'general' or "
                 f"'concat' otherwise. Received: query_dim={query_dim}, key_dim={key_dim}"
             )
-        if self.score == "general":
+        if self.score_mode == "general":
             self.key_dense = keras.layers.Dense(
                 query_dim, use_bias=False, name="key_dense", dtype=self.dtype_policy
             )
             self.key_dense.build((None, None, key_dim))
-        elif self.score == "concat":
+        elif self.score_mode == "concat":
             self.query_dense = keras.layers.Dense(
                 self.units, use_bias=False, name="query_dense", dtype=self.dtype_policy
             )
@@ -282,12 +286,12 @@ class LuongAttention(Attention):
             self.g = self.add_weight(name="g", shape=(), initializer="ones")
 
     def project_keys(self, keys):
-        if self.score == "dot":
+        if self.score_mode == "dot":
             return keys
         return self.key_dense(keys)  # general: W_a h_s; concat: W_k h_s
 
     def _score(self, query, projected_keys):
-        if self.score == "concat":
+        if self.score_mode == "concat":
             v = tf.cast(self.v, self.compute_dtype)
             scores = _additive_score(self.query_dense(query), projected_keys, v)
         else:
@@ -299,10 +303,17 @@ class LuongAttention(Attention):
     def get_config(self):
         return {
             **super().get_config(),
-            "score": self.score,
+            "score_mode": self.score_mode,
             "scale": self.scale,
             "units": self.units,
         }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if "score" in config:  # written before the argument was renamed score_mode
+            config["score_mode"] = config.pop("score")
+        return cls(**config)
 
 
 def make_attention(kind: str, units: int, *, normalize: bool = False, scale: bool = False,
@@ -321,7 +332,7 @@ def make_attention(kind: str, units: int, *, normalize: bool = False, scale: boo
     if kind == "bahdanau":
         return BahdanauAttention(units, normalize=normalize, **common)
     if kind in _LUONG_SCORES:
-        return LuongAttention(kind, scale=scale, units=units, **common)
+        return LuongAttention(score_mode=kind, scale=scale, units=units, **common)
     raise ValueError(
         f"attention must be 'bahdanau' or one of {_LUONG_SCORES}. Received: attention={kind!r}"
     )

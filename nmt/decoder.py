@@ -1,9 +1,12 @@
 """Attentional recurrent decoders: Bahdanau-style and Luong-style.
 
 Both decoders expose the same two entry points:
-- `call(target_in, memory, mask)`: teacher forcing over a whole target
-  sequence, returning logits `(batch, T, V)` and attention `(batch, T, S)`.
-- `step(previous_tokens, state, memory)`: one decoding step for search.
+- `call(target_in, memory, training=False)`: teacher forcing over a whole
+  target sequence (`memory` from `prepare_memory`, which carries the source
+  mask), returning logits `(batch, T, V)` and attention `(batch, T, S)`.
+- `step(previous_tokens, state, memory, training=False)`: one decoding step
+  for search, returning logits `(batch, V)`, the new state and attention
+  `(batch, S)`.
 
 The per-step recurrence produces an output vector; the projection to the
 vocabulary (the largest matrix multiply) is done once for all target
@@ -36,6 +39,19 @@ class OutputProjection(keras.layers.Layer):
 
     With `tied_embedding`, logits = o E^T + b (Press & Wolf 2017), which
     saves V x d parameters.
+
+    Args:
+        vocab_size: V, the number of logits.
+        tied_embedding: an `Embedding` of V rows whose matrix is the kernel,
+            or None for a kernel of its own. In a config it is serialized;
+            revived on its own, the projection gets a copy of the embedding
+            (an `AttentionDecoder` ties it to its own embedding again).
+
+    Call arguments:
+        outputs: `(..., d)` output vectors.
+
+    Returns:
+        float32 logits `(..., V)`.
     """
 
     def __init__(self, vocab_size: int, tied_embedding=None, **kwargs):
@@ -50,6 +66,22 @@ class OutputProjection(keras.layers.Layer):
                 initializer="glorot_uniform",
             )
         self.bias = self.add_weight(name="bias", shape=(self.vocab_size,), initializer="zeros")
+
+    def get_config(self):
+        tied = self.tied_embedding
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "tied_embedding": None if tied is None else keras.saving.serialize_keras_object(tied),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("tied_embedding"), dict):
+            config["tied_embedding"] = keras.saving.deserialize_keras_object(
+                config["tied_embedding"])
+        return cls(**config)
 
     def call(self, outputs):
         if self.tied_embedding is not None:
@@ -99,6 +131,36 @@ class AttentionDecoder(keras.layers.Layer):
             hidden_dim * num_layers * self.states_per_layer, activation="tanh",
             name="bridge", dtype=self.dtype_policy,
         )
+
+    def get_config(self):
+        serialize = keras.saving.serialize_keras_object
+        return {
+            **super().get_config(),
+            "embedding": serialize(self.embedding),
+            "attention": serialize(self.attention),
+            "hidden_dim": self.hidden_dim,
+            "num_layers": self.num_layers,
+            "cell": self.cell_type,
+            "output_dim": self.output_dim,
+            "projection": serialize(self.projection),
+            "dropout": self.dropout.rate,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        deserialize = keras.saving.deserialize_keras_object
+        serialized_embedding = config["embedding"]
+        config["embedding"] = deserialize(serialized_embedding)
+        config["attention"] = deserialize(config["attention"])
+        projection = config["projection"]
+        if projection["config"].get("tied_embedding") == serialized_embedding:
+            # Tied to this decoder's embedding when saved: tie it to the revived one, so
+            # there is again one matrix, not two copies.
+            tied = {**projection["config"], "tied_embedding": config["embedding"]}
+            projection = {**projection, "config": tied}
+        config["projection"] = deserialize(projection)
+        return cls(**config)
 
     def build(self, *args, **kwargs):
         # Sublayers build on first use: each RNN cell at its first step (its input

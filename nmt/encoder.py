@@ -55,6 +55,23 @@ class Encoder(keras.layers.Layer):
             for i in range(num_layers)
         ]
 
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "embedding": keras.saving.serialize_keras_object(self.embedding),
+            "hidden_dim": self.hidden_dim,
+            "num_layers": self.num_layers,
+            "cell": self.cell,
+            "dropout": self.dropout.rate,
+            "residual": self.residual,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["embedding"] = keras.saving.deserialize_keras_object(config["embedding"])
+        return cls(**config)
+
     def call(self, source, training=False):
         mask = tf.not_equal(source, 0)  # (batch, S)
         x = self.dropout(self.embedding(source), training=training)  # (batch, S, emb)

@@ -1,7 +1,10 @@
-"""Translation quality (BLEU, chrF) and alignment quality (AER).
+"""Metrics and gold-data readers: BLEU and chrF, AER, and the gold alignment formats.
 
-Pure Python plus sacrebleu: nothing here imports TensorFlow, so scoring and
-the gold-alignment readers are cheap to import from any tool.
+Everything here works on strings and link sets that are already there; no
+model runs here (`nmt.scoring` runs a `Translator` over a test set and
+measures its output with these functions). Pure Python plus sacrebleu:
+nothing here imports TensorFlow, so the metrics and readers are cheap to
+import from any tool.
 
 Alignment links are `(source_index, target_index)` pairs, 0-based. For this
 English→French project the source is English, so every reader returns links
@@ -16,6 +19,7 @@ from pathlib import Path
 
 import sacrebleu
 
+from nmt.corpus import read_lines
 from nmt.types import Link, parse_pharaoh_links
 
 LinkSet = frozenset[Link]
@@ -233,7 +237,7 @@ def read_pharaoh(path: str | Path) -> list[LinkSet]:
         One frozenset of `(source_index, target_index)` links per line.
     """
     alignments = []
-    for number, line in enumerate(_read_lines(path), start=1):
+    for number, line in enumerate(read_lines(path), start=1):
         sure, possible = _parse_line(line, path, number)
         if possible != sure:
             raise ValueError(
@@ -255,7 +259,7 @@ def read_pharaoh_gold(path: str | Path) -> list[tuple[LinkSet, LinkSet]]:
         One `(sure, possible)` tuple per line, `possible ⊇ sure`.
     """
     return [
-        _parse_line(line, path, number) for number, line in enumerate(_read_lines(path), start=1)
+        _parse_line(line, path, number) for number, line in enumerate(read_lines(path), start=1)
     ]
 
 
@@ -279,7 +283,7 @@ def read_naacl(path: str | Path) -> dict[int, tuple[LinkSet, LinkSet]]:
     """
     sure: dict[int, set[Link]] = {}
     possible: dict[int, set[Link]] = {}
-    for number, line in enumerate(_read_lines(path), start=1):
+    for number, line in enumerate(read_lines(path), start=1):
         fields = line.split()
         if not fields:
             continue
@@ -383,7 +387,7 @@ def _alibi_files(story_dir: Path) -> tuple[Path, Path, Path]:
 def _read_indexed(path: Path) -> dict[int, tuple[int, str]]:
     """Reads `<index><TAB><text>` lines into {index: (line_number, text)}."""
     rows: dict[int, tuple[int, str]] = {}
-    for number, line in enumerate(_read_lines(path), start=1):
+    for number, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
         index, _, text = line.partition("\t")
@@ -404,12 +408,3 @@ def _parse_line(line: str, path: str | Path, number: int) -> tuple[LinkSet, Link
 
 def _swap(links: LinkSet) -> LinkSet:
     return frozenset((j, i) for i, j in links)
-
-
-def _read_lines(path: str | Path) -> list[str]:
-    """Lines split on newlines only (str.splitlines would also split on U+2028 etc.)."""
-    text = Path(path).read_text(encoding="utf-8-sig")
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line.rstrip("\r") for line in lines]

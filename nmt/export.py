@@ -103,7 +103,7 @@ class TranslationModule(tf.Module):
         flat = lambda t: tf.reshape(t, tf.concat([[-1], tf.shape(t)[2:]], 0))  # noqa: E731
         tokens, lengths = flat(result.tokens), flat(result.lengths)  # (B*N, T), (B*N,)
         sources = tf.repeat(sentences, n_best)
-        out = alignment.describe(
+        out = alignment.signature_outputs(
             self.source_tokenizer, self.target_tokenizer, sources,
             tf.repeat(source, n_best, axis=0), tokens, lengths, flat(result.attention),
             options["replace_unknown"],
@@ -127,7 +127,7 @@ class TranslationModule(tf.Module):
 
     @tf.function(input_signature=[_STRINGS])
     def translate(self, sentences):
-        """Default decoding (beam 5); outputs without the n-best axis."""
+        """Decoding with the `DecodeOptions` defaults; outputs without the n-best axis."""
         out = self.translate_with_options(sentences, **DEFAULT_OPTIONS)
         return {key: value[:, 0] for key, value in out.items()}
 
@@ -161,7 +161,7 @@ class TranslationModule(tf.Module):
         log_probs = tf.nn.log_softmax(logits)
         token_log_probs = tf.gather(log_probs, target_out, batch_dims=2)  # (batch, T)
         mask = tf.cast(target_out > 0, tf.float32)
-        out = alignment.describe(
+        out = alignment.signature_outputs(
             self.source_tokenizer, self.target_tokenizer, sources, source, target_out,
             lengths, weights, tf.constant(False), targets=targets,
         )
@@ -213,7 +213,8 @@ def export_saved_model(module: TranslationModule, base_dir: str | os.PathLike,
     }
     tf.saved_model.save(module, str(staging), signatures=signatures)
     config = module.model.config
-    metadata = {"attention": config.describe(), **module.metadata, "model_config": config.to_dict()}
+    metadata = {"attention": config.architecture_name(), **module.metadata,
+                "model_config": config.to_dict()}
     (staging / METADATA_PATH).parent.mkdir(exist_ok=True)
     (staging / METADATA_PATH).write_text(json.dumps(metadata, indent=2) + "\n")
     if path.exists():

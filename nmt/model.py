@@ -11,6 +11,7 @@ import tensorflow as tf
 from nmt.attention import make_attention
 from nmt.decoder import BahdanauDecoder, LuongDecoder, Memory, OutputProjection
 from nmt.encoder import Encoder
+from nmt.types import dataclass_from_dict
 
 DECODERS = ("luong", "bahdanau")
 ATTENTIONS = ("bahdanau", "dot", "general", "concat")
@@ -93,17 +94,16 @@ class ModelConfig:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> ModelConfig:
         """Builds a config from a mapping, naming any unknown keys."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"Unknown model config keys {unknown}; known keys: {sorted(known)}")
-        return cls(**values)
+        return dataclass_from_dict(cls, values, "the model config")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    def describe(self) -> str:
-        """Short human-readable name, e.g. `luong-general+feed` or `bahdanau`."""
+    def architecture_name(self) -> str:
+        """Short name of the architecture, e.g. `luong-general+feed` or `bahdanau`.
+
+        Exports record it as their `attention` (`ModelInfo.attention`, `GetModelInfo`).
+        """
         same = self.decoder == self.attention  # Bahdanau's decoder with its own score
         name = self.decoder if same else f"{self.decoder}-{self.attention}"
         if self.normalize:

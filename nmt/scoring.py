@@ -1,4 +1,11 @@
-"""Runs a `Translator` over test data and scores it (BLEU/chrF, AER)."""
+"""Scoring a model: runs a `Translator` over a test set and measures it.
+
+`score_translations` translates the sources (beam search) and computes
+multi-reference BLEU/chrF; `score_alignments` force-decodes gold pairs and
+computes the AER of the model's word links. The metrics and the gold readers
+themselves are in `nmt.evaluation`; this module adds the model runs (and
+with them TensorFlow).
+"""
 
 from __future__ import annotations
 

@@ -40,12 +40,16 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
+from nmt.types import DecodeOptions
+
 Nested = Any
 StepFn = Callable[[tf.Tensor, Nested], tuple[tf.Tensor, Nested, tf.Tensor]]
 IntLike = int | tf.Tensor
 FloatLike = float | tf.Tensor
 
 _NEG_INF = float("-inf")
+# Defaults of the penalties and n-best: the service's decoding defaults.
+_DEFAULTS = DecodeOptions()
 # Floor for the summed attention inside log(): a source position that was never
 # attended to gets a large finite penalty instead of -inf (and no NaN at beta=0).
 _COVERAGE_FLOOR = 1e-10
@@ -411,9 +415,9 @@ def beam_search(
     source_lengths: tf.Tensor,
     bos_id: IntLike,
     eos_id: IntLike,
-    length_penalty: FloatLike = 0.6,
-    coverage_penalty: FloatLike = 0.0,
-    n_best: int | tf.Tensor = 1,
+    length_penalty: FloatLike = _DEFAULTS.length_penalty,
+    coverage_penalty: FloatLike = _DEFAULTS.coverage_penalty,
+    n_best: int | tf.Tensor = _DEFAULTS.n_best,
 ) -> SearchResult:
     """Finds the `n_best` highest-scoring translations of every sentence.
 

@@ -54,8 +54,10 @@ def _check_language(language: str) -> None:
         raise ValueError(f"language must be one of {LANGUAGES}. Received: language={language!r}")
 
 
-def normalize_text(texts: tf.Tensor | str | Sequence[str], language: str) -> tf.Tensor:
-    """Normalises text the same way for training and at run time (pure TF ops).
+def normalize_tensor(texts: tf.Tensor | str | Sequence[str], language: str) -> tf.Tensor:
+    """Normalises a string tensor with TF ops: in the exported graph, and eagerly.
+
+    The same rules serve training (through `normalize_strings`) and run time.
 
     NFKC, control and format characters to spaces, typographic apostrophes to
     `'`, whitespace collapsed to single spaces and trimmed. French also gets its
@@ -88,8 +90,8 @@ def _french_spacing(texts: tf.Tensor) -> tf.Tensor:
     return tf.strings.regex_replace(texts, _FR_BEFORE_CLOSE_QUOTE, " »")
 
 
-def normalize_texts(texts: Iterable[str], language: str) -> list[str]:
-    """Runs `normalize_text` eagerly over Python strings, in batches.
+def normalize_strings(texts: Iterable[str], language: str) -> list[str]:
+    """Normalises Python strings: `normalize_tensor` run eagerly, in batches.
 
     Args:
         texts: sentences as Python strings.
@@ -102,7 +104,7 @@ def normalize_texts(texts: Iterable[str], language: str) -> list[str]:
     texts = list(texts)
     normalised: list[str] = []
     for start in range(0, len(texts), _TRAINING_BATCH):
-        batch = normalize_text(texts[start : start + _TRAINING_BATCH], language)
+        batch = normalize_tensor(texts[start : start + _TRAINING_BATCH], language)
         normalised.extend(t.decode("utf-8") for t in batch.numpy())
     return normalised
 
@@ -117,7 +119,7 @@ def train_sentencepiece(
 ) -> bytes:
     """Trains a SentencePiece model in memory.
 
-    Pass text normalised with `normalize_texts`: the model applies no
+    Pass text normalised with `normalize_strings`: the model applies no
     normalisation of its own (`identity` rule), so the in-graph rules stay the
     only ones. Ids 0-3 are PAD, UNK, BOS and EOS.
 
@@ -237,8 +239,8 @@ class SubwordTokenizer(tf.Module):
         return self._language
 
     def normalize(self, texts: tf.Tensor) -> tf.Tensor:
-        """`normalize_text` with this tokenizer's language; same shape as `texts`."""
-        return normalize_text(texts, self._language)
+        """`normalize_tensor` with this tokenizer's language; same shape as `texts`."""
+        return normalize_tensor(texts, self._language)
 
     def tokenize(self, texts: tf.Tensor) -> tf.Tensor | tf.RaggedTensor:
         """Normalises and splits text into subword ids (no BOS/EOS added).
@@ -376,8 +378,8 @@ def train_tokenizers(
     """
     if not pairs:
         raise ValueError(f"pairs must not be empty. Received: pairs={pairs!r}")
-    sources = normalize_texts((source for source, _ in pairs), source_language)
-    targets = normalize_texts((target for _, target in pairs), target_language)
+    sources = normalize_strings((source for source, _ in pairs), source_language)
+    targets = normalize_strings((target for _, target in pairs), target_language)
     if joint:
         proto = train_sentencepiece(sources + targets, vocab_size, **train_kwargs)
         source_proto = target_proto = proto

@@ -11,14 +11,21 @@ import dataclasses
 import json
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the SentencePiece ops the graph uses)
 
 from nmt.constants import METADATA_PATH
-from nmt.types import DecodeOptions, Hypothesis, Translation, parse_pharaoh, sentence_list
+from nmt.paths import resolve_version_dir
+from nmt.types import (
+    DecodeOptions,
+    Hypothesis,
+    Translation,
+    dataclass_from_dict,
+    parse_pharaoh,
+    sentence_list,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,31 +51,14 @@ class ModelInfo:
     metadata: dict
 
 
-def resolve_version_dir(path: str | os.PathLike) -> Path:
-    """A version directory itself, or the highest `<n>/` inside a base directory."""
-    path = Path(path)
-    if (path / "saved_model.pb").exists():
-        return path
-    versions = [p for p in path.glob("*") if p.name.isdigit() and (p / "saved_model.pb").exists()]
-    if not versions:
-        raise FileNotFoundError(
-            f"No SavedModel at {path}: expected {path}/saved_model.pb or numbered version "
-            f"directories like {path}/1/saved_model.pb"
-        )
-    return max(versions, key=lambda p: int(p.name))
-
-
 def _strings(values: np.ndarray) -> list[str]:
     return [v.decode("utf-8", errors="replace") for v in values]
 
 
 def _decode_options(options: DecodeOptions | None, overrides: dict) -> DecodeOptions:
     """`options` with `overrides` applied; unknown names raise ValueError."""
-    known = {field.name for field in dataclasses.fields(DecodeOptions)}
-    unknown = sorted(set(overrides) - known)
-    if unknown:
-        raise ValueError(f"Unknown decoding options {unknown}; known options: {sorted(known)}")
-    return dataclasses.replace(options or DecodeOptions(), **overrides)
+    values = {**dataclasses.asdict(options or DecodeOptions()), **overrides}
+    return dataclass_from_dict(DecodeOptions, values, "decoding options")
 
 
 class Translator:

@@ -2,18 +2,21 @@
 
 They hold NumPy arrays and Python scalars only, so nothing that consumes them
 needs TensorFlow or gRPC. Beside them: the Pharaoh link format they print and
-parse, and the check every entry point applies to a list of sentences.
+parse, the check every entry point applies to a list of sentences, and the
+strict mapping-to-dataclass conversion every config and option reader uses.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
 Link = tuple[int, int]
+_Dataclass = TypeVar("_Dataclass")
 # One (extended) Pharaoh link: `i-j` sure, `ipj` or `i?j` possible; 0-based, source first.
 _PHARAOH_LINK = re.compile(r"(\d+)([-p?])(\d+)")
 
@@ -75,6 +78,31 @@ def sentence_list(sentences: Sequence[str], name: str = "sentences") -> list[str
                 f"{name.removesuffix('s')} {i} must be a str. "
                 f"Received: {type(sentence).__name__}")
     return sentences
+
+
+def dataclass_from_dict(cls: type[_Dataclass], values: Mapping[str, Any] | None,
+                        where: str) -> _Dataclass:
+    """Builds the dataclass `cls` from a mapping, rejecting keys it has no field for.
+
+    Args:
+        cls: a dataclass type; its own `__post_init__` checks the values.
+        values: field name -> value; None is an empty mapping (all defaults).
+        where: what the mapping is, for the error message, e.g. `"model config"`
+            or `"config section 'optim'"`.
+
+    Returns:
+        `cls(**values)`.
+
+    Raises:
+        ValueError: a key is not a field of `cls` (the message lists the
+            unknown keys and the known ones).
+    """
+    values = dict(values or {})
+    known = sorted(field.name for field in dataclasses.fields(cls))
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ValueError(f"Unknown keys {unknown} in {where}; known keys: {known}")
+    return cls(**values)
 
 
 @dataclasses.dataclass(frozen=True)

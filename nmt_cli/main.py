@@ -91,7 +91,7 @@ def _export(args) -> int:
     import json
 
     from nmt.export import export_saved_model, module_from_export
-    from nmt.translator import resolve_version_dir
+    from nmt.paths import resolve_version_dir
     from training.export_run import module_from_run
 
     extra = json.loads(Path(args.metadata).read_text()) if args.metadata else {}
@@ -216,17 +216,17 @@ def _align(args) -> int:
 
 def _alignment_pairs(args) -> list[tuple[str, str]]:
     """The pairs to align; a non-blank source with a blank target names its line."""
-    from nmt import data
+    from nmt.corpus import read_lines, read_pairs
 
     if args.tsv:
         if args.target:
             raise ValueError("--target goes with --source, not with --tsv")
-        pairs = data.read_pairs(args.tsv)
+        pairs = read_pairs(args.tsv)
         where = args.tsv
     else:
         if not args.target:
             raise ValueError("--source needs --target (the French file, line-aligned)")
-        sources, targets = data.read_lines(args.source), data.read_lines(args.target)
+        sources, targets = read_lines(args.source), read_lines(args.target)
         if len(sources) != len(targets):
             raise ValueError(f"{args.target} has {len(targets)} lines but {args.source} has "
                              f"{len(sources)}; they must be line-aligned")
@@ -281,14 +281,14 @@ def _add_evaluate(sub) -> None:
 def _evaluate(args) -> int:
     import json
 
-    from nmt import data, evaluation, scoring
+    from nmt import evaluation, scoring
     from nmt.translator import Translator
 
     if not (args.test or args.source or args.alibi or args.pharaoh):
         raise ValueError("give --test, --source/--reference, --alibi or --pharaoh")
     translator = Translator.load(args.model)
     results: dict = {}
-    pairs = _evaluation_pairs(args, data)
+    pairs = _evaluation_pairs(args)
     if pairs:
         report = scoring.score_translations(translator, pairs, decode_options(args))
         print(f"BLEU {report.scores.bleu:.2f}  chrF {report.scores.chrf:.2f}  "
@@ -321,16 +321,18 @@ def _evaluate(args) -> int:
     return 0
 
 
-def _evaluation_pairs(args, data) -> list[tuple[str, str]]:
+def _evaluation_pairs(args) -> list[tuple[str, str]]:
+    from nmt.corpus import read_lines, read_pairs
+
     if args.test:
-        pairs = data.read_pairs(args.test)
+        pairs = read_pairs(args.test)
     elif args.source:
         if not args.reference:
             raise ValueError("--source needs at least one --reference file")
-        sources = data.read_lines(args.source)
+        sources = read_lines(args.source)
         pairs = []
         for reference_file in args.reference:
-            references = data.read_lines(reference_file)
+            references = read_lines(reference_file)
             if len(references) != len(sources):
                 raise ValueError(f"{reference_file} has {len(references)} lines but "
                                  f"{args.source} has {len(sources)}; they must be line-aligned")
@@ -344,9 +346,9 @@ def _gold_alignments(args, evaluation) -> list:
     if args.alibi:
         return evaluation.read_alibi(args.alibi)
     if args.pharaoh:
-        from nmt import data
+        from nmt.corpus import read_lines
 
-        sources, targets = (data.read_lines(p) for p in args.pharaoh[:2])
+        sources, targets = (read_lines(p) for p in args.pharaoh[:2])
         links = evaluation.read_pharaoh_gold(args.pharaoh[2])
         if not len(sources) == len(targets) == len(links):
             raise ValueError("--pharaoh files must have the same number of lines")

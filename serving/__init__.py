@@ -1,1 +1,1 @@
-"""gRPC translation service over `nmt.translator`."""
+"""The translation service over `nmt.translator`: gRPC, HTTP/JSON and a page."""

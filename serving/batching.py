@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from nmt.types import DecodeOptions, Hypothesis, Translation
-from serving.errors import DeadlineExpired, LimitExceeded, ModelUnavailable
+from serving.errors import DeadlineExpired, ModelUnavailable, QueueFull
 from serving.metrics import ServingMetrics
 
 TRANSLATE, ALIGN = "translate", "align"  # the kinds of model call
@@ -45,7 +45,7 @@ class BatchingConfig:
         max_batch_size: sentences (or Align pairs) per model call.
         max_wait_ms: longest a sentence waits for others to join its batch.
         max_queue: sentences and pairs allowed to wait; beyond it requests are
-            refused with RESOURCE_EXHAUSTED.
+            refused with RESOURCE_EXHAUSTED (HTTP 429).
         workers: model calls running at once.
     """
 
@@ -166,7 +166,7 @@ class Batcher:
                          for x, b in zip(inputs, blank, strict=True)]
         todo = [i for i, r in enumerate(results) if r is None]
         if self.depth + len(todo) > self.config.max_queue:
-            raise LimitExceeded(
+            raise QueueFull(
                 f"the server is busy: {self.depth} sentences are queued and this request adds "
                 f"{len(todo)} (queue limit {self.config.max_queue}); retry with backoff")
         key = (kind, options) if self.config.enabled else (kind, options, object())

@@ -1,4 +1,4 @@
-"""`nmt serve`: the gRPC translation service (registered by `nmt_cli`)."""
+"""`nmt serve`: the translation service, gRPC and HTTP/JSON (registered by `nmt_cli`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from nmt.options import DEFAULT_MODEL_DIR
 
 DEFAULT_TOKEN_ENV = "NMT_AUTH_TOKEN"
+DEFAULT_HTTP_PORT = 8080
 
 
 def add_serve_parser(sub) -> None:
@@ -18,12 +19,17 @@ def add_serve_parser(sub) -> None:
     from serving.validation import Limits
 
     batching, limits = BatchingConfig(), Limits()
-    p = sub.add_parser("serve", help="run the gRPC translation service",
+    p = sub.add_parser("serve", help="run the translation service (gRPC, HTTP/JSON and a page)",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR,
                    help="base directory of <version>/ SavedModels (the highest version serves)")
     p.add_argument("--host", default="0.0.0.0", help="address to listen on")
     p.add_argument("--port", type=int, default=50051, help="gRPC port")
+    p.add_argument("--http-port", type=int, default=DEFAULT_HTTP_PORT,
+                   help="HTTP/JSON API (/v1/...), probes (/healthz, /readyz) and the page (/); "
+                        "0 disables it")
+    p.add_argument("--http-host", help="address for HTTP if not --host, e.g. 127.0.0.1 behind a "
+                                       "reverse proxy that terminates TLS")
     p.add_argument("--metrics-port", type=int, default=9090,
                    help="Prometheus /metrics port; 0 disables it")
     g = p.add_argument_group("batching")
@@ -43,7 +49,7 @@ def add_serve_parser(sub) -> None:
     g.add_argument("--max-chars", type=int, default=limits.max_chars,
                    help="characters per sentence")
     g.add_argument("--max-message-bytes", type=int, default=limits.max_message_bytes,
-                   help="size of one request message")
+                   help="size of one request message (gRPC) or body (HTTP)")
     g.add_argument("--max-beam-size", type=int, default=limits.max_beam_size,
                    help="largest beam_size a request may ask for")
     g = p.add_argument_group("operations")
@@ -51,7 +57,9 @@ def add_serve_parser(sub) -> None:
                    help="seconds between checks for new model versions; 0 disables them")
     g.add_argument("--grace", type=float, default=10.0,
                    help="seconds calls in flight get to finish on SIGTERM")
-    g.add_argument("--tls-cert", type=Path, help="PEM certificate (enables TLS with --tls-key)")
+    g.add_argument("--tls-cert", type=Path,
+                   help="PEM certificate (enables TLS on gRPC with --tls-key; put the HTTP port "
+                        "behind a reverse proxy for TLS)")
     g.add_argument("--tls-key", type=Path, help="PEM private key")
     g.add_argument("--auth-token-env", default=DEFAULT_TOKEN_ENV,
                    help="environment variable holding the bearer token; auth is on when it is "
@@ -71,6 +79,7 @@ def config_from_args(args: argparse.Namespace):
             "`nmt export`) or pass --model <base directory of <version>/ SavedModels>")
     return ServerConfig(
         model_dir=args.model, host=args.host, port=args.port, metrics_port=args.metrics_port,
+        http_port=args.http_port, http_host=args.http_host,
         batching=BatchingConfig(
             enabled=not args.no_batching, max_batch_size=args.max_batch_size,
             max_wait_ms=args.max_wait_ms, max_queue=args.max_queue, workers=args.workers),

@@ -2,8 +2,10 @@
 
 - `RequestInterceptor`: the one place where exceptions become gRPC statuses;
   also counts and times every call and logs one structured (JSON) line per
-  call with its id, method, sentences, latency and status code.
-- `BearerTokenInterceptor`: optional `authorization: Bearer <token>` check.
+  call with its id, method, sentences, latency and status code (`serving.calls`,
+  shared with the HTTP/JSON API).
+- `BearerTokenInterceptor`: optional `authorization: Bearer <token>` check
+  (`BearerToken`, shared with the HTTP/JSON API).
 
 Health checks pass both untouched, so probes work without a token and do not
 flood the request metrics.
@@ -14,21 +16,19 @@ from __future__ import annotations
 import asyncio
 import hmac
 import inspect
-import json
 import logging
-import time
-import uuid
 from collections.abc import Callable
 
 import grpc
 
+from serving.calls import GRPC, REQUEST_ID_KEY, Call, finish, request_id, sentence_count
 from serving.errors import Unauthenticated, status_for
 from serving.metrics import ServingMetrics
 
 log = logging.getLogger("nmt.serving.requests")
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
-REQUEST_ID_KEY = "x-request-id"
+BEARER = "Bearer "  # the scheme of the `authorization` metadata (and HTTP header)
 
 _HANDLER_KINDS = {  # (request_streaming, response_streaming) -> (factory, behavior field)
     (False, False): (grpc.unary_unary_rpc_method_handler, "unary_unary"),
@@ -46,23 +46,17 @@ def _with_behavior(handler: grpc.RpcMethodHandler, wrap: Callable) -> grpc.RpcMe
                    response_serializer=handler.response_serializer)
 
 
-class _Call:
-    """What is logged about one RPC."""
-
-    def __init__(self, method: str, context: grpc.aio.ServicerContext):
-        metadata = {key: value for key, value in (context.invocation_metadata() or ())}
-        self.id = str(metadata.get(REQUEST_ID_KEY) or uuid.uuid4().hex[:16])[:64]
-        self.method = method
-        self.peer = context.peer()
-        self.sentences = 0
-        self.started = time.perf_counter()
+def _new_call(method: str, context: grpc.aio.ServicerContext) -> Call:
+    metadata = {key: value for key, value in (context.invocation_metadata() or ())}
+    return Call(method, GRPC, request_id(metadata.get(REQUEST_ID_KEY)), context.peer())
 
 
 class RequestInterceptor(grpc.aio.ServerInterceptor):
     """Maps exceptions to statuses, and records each call (metrics and one log line).
 
     Args:
-        metrics: `nmt_requests_total` and `nmt_request_duration_seconds` go here.
+        metrics: `nmt_requests_total` and `nmt_request_duration_seconds` go here
+            (see `serving.calls`).
     """
 
     def __init__(self, metrics: ServingMetrics):
@@ -102,20 +96,20 @@ class RequestInterceptor(grpc.aio.ServerInterceptor):
 
     def _begin(self, method: str, context, request, request_streaming: bool):
         """`(call, request)`: a request stream is wrapped to count its sentences."""
-        call = _Call(method, context)
+        call = _new_call(method, context)
         context.set_trailing_metadata(((REQUEST_ID_KEY, call.id),))
         if request_streaming:
             return call, self._counting(call, request)
-        call.sentences = _sentence_count(request)
+        call.sentences = sentence_count(request)
         return call, request
 
     @staticmethod
-    async def _counting(call: _Call, requests):
+    async def _counting(call: Call, requests):
         async for request in requests:
-            call.sentences += _sentence_count(request)
+            call.sentences += sentence_count(request)
             yield request
 
-    async def _fail(self, call: _Call, context, error: BaseException) -> None:
+    async def _fail(self, call: Call, context, error: BaseException) -> None:
         """Records the failed call, then re-raises or aborts with the mapped status."""
         if isinstance(error, asyncio.CancelledError | GeneratorExit):
             remaining = context.time_remaining()
@@ -132,22 +126,37 @@ class RequestInterceptor(grpc.aio.ServerInterceptor):
         self._finish(call, code, details)
         await context.abort(code, details, trailing_metadata=((REQUEST_ID_KEY, call.id),))
 
-    def _finish(self, call: _Call, code: grpc.StatusCode, error: str | None = None) -> None:
-        latency = time.perf_counter() - call.started
-        self._metrics.requests.labels(method=call.method, code=code.name).inc()
-        self._metrics.request_duration.labels(method=call.method).observe(latency)
-        record = {"event": "rpc", "id": call.id, "method": call.method,
-                  "sentences": call.sentences, "latency_ms": round(latency * 1000, 1),
-                  "code": code.name, "peer": call.peer}
-        if error:
-            record["error"] = error
-        level = logging.ERROR if code == grpc.StatusCode.INTERNAL else logging.INFO
-        log.log(level, json.dumps(record, ensure_ascii=False))
+    def _finish(self, call: Call, code: grpc.StatusCode, error: str | None = None) -> None:
+        finish(self._metrics, call, code, error)
 
 
-def _sentence_count(request) -> int:
-    """Sentences of a `TranslateRequest`, pairs of an `AlignRequest`, else 0."""
-    return len(getattr(request, "sentences", None) or getattr(request, "sources", ()))
+class BearerToken:
+    """The check of an `authorization: Bearer <token>` value, gRPC metadata or HTTP header.
+
+    Args:
+        token: the expected token (compared in constant time).
+    """
+
+    def __init__(self, token: str):
+        if not token:
+            raise ValueError("token must be a non-empty string. Received: token=''")
+        self._expected = f"{BEARER}{token}".encode()
+
+    def refusal(self, given: str | None, carrier: str = "metadata") -> Unauthenticated | None:
+        """None if `given` carries the token, else the error to answer with.
+
+        Args:
+            given: the `authorization` value received (None or "" when absent).
+            carrier: what the caller should send it in, for the message
+                ("metadata" for gRPC, "header" for HTTP).
+        """
+        if given and hmac.compare_digest(str(given).encode(), self._expected):
+            return None
+        reason = (f"missing authorization {carrier}" if not given
+                  else "the bearer token is not valid")
+        return Unauthenticated(
+            f"{reason}; send the {carrier} `authorization: Bearer <token>` with the token the "
+            "server was started with")
 
 
 class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
@@ -158,27 +167,21 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
     """
 
     def __init__(self, token: str):
-        if not token:
-            raise ValueError("token must be a non-empty string. Received: token=''")
-        self._expected = f"Bearer {token}".encode()
+        self._check = BearerToken(token)
 
     async def intercept_service(self, continuation, handler_call_details):
         handler = await continuation(handler_call_details)
         if handler is None or handler_call_details.method.startswith(HEALTH_PREFIX):
             return handler
         metadata = {key: value for key, value in (handler_call_details.invocation_metadata or ())}
-        given = metadata.get("authorization", "")
-        if hmac.compare_digest(str(given).encode(), self._expected):
+        refusal = self._check.refusal(metadata.get("authorization"))
+        if refusal is None:
             return handler
-        reason = ("missing authorization metadata" if not given
-                  else "the bearer token is not valid")
-        return _with_behavior(handler, lambda behavior, streaming: _refuse(reason))
+        return _with_behavior(handler, lambda behavior, streaming: _refuse(refusal))
 
 
-def _refuse(reason: str):
+def _refuse(error: Unauthenticated):
     async def refuse(request, context):
-        raise Unauthenticated(
-            f"{reason}; send the metadata `authorization: Bearer <token>` with the token the "
-            "server was started with")
+        raise error
 
     return refuse

@@ -25,11 +25,13 @@ class ServingMetrics:
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
         self.requests = Counter(
-            "nmt_requests", "RPCs answered, by method and gRPC status code.",
-            ["method", "code"], registry=r)
+            "nmt_requests",
+            "Calls answered, by method, gRPC status code and protocol (grpc, http).",
+            ["method", "code", "protocol"], registry=r)
         self.request_duration = Histogram(
-            "nmt_request_duration_seconds", "Wall time from receiving an RPC to answering it.",
-            ["method"], registry=r)
+            "nmt_request_duration_seconds",
+            "Wall time from receiving a call to answering it, by method and protocol.",
+            ["method", "protocol"], registry=r)
         self.batch_size = Histogram(
             "nmt_batch_size", "Sentences per model call.", buckets=BATCH_SIZE_BUCKETS,
             registry=r)

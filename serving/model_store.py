@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from nmt.paths import version_dirs
 from nmt.types import DecodeOptions
 from serving.errors import ModelUnavailable
 from serving.metrics import ServingMetrics
@@ -87,13 +88,6 @@ class ModelStore:
         translator = self.translator
         return translator.info.version, translator.align(sources, targets)
 
-    def versions(self) -> dict[int, Path]:
-        """Complete-looking version directories: `{version: path}`."""
-        if not self.base_dir.is_dir():
-            return {}
-        return {int(p.name): p for p in self.base_dir.iterdir()
-                if p.name.isdigit() and (p / "saved_model.pb").exists()}
-
     def refresh(self) -> bool:
         """Blocking: serves the highest version that loads, if it is not served yet.
 
@@ -101,7 +95,7 @@ class ModelStore:
             Whether a new version now serves.
         """
         with self._refresh_lock:
-            for version, path in sorted(self.versions().items(), reverse=True):
+            for version, path in sorted(version_dirs(self.base_dir).items(), reverse=True):
                 if version == self.version:
                     return False
                 stamp = _files_mtime(path)

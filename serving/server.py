@@ -1,9 +1,13 @@
-"""The `grpc.aio` translation server: service, health, reflection, metrics, shutdown.
+"""The translation server: gRPC service, health, reflection, HTTP/JSON, metrics, shutdown.
 
-Start-up order: the port opens at once with health NOT_SERVING; the model
-loads and warms up in a thread; health turns SERVING. The base directory is
-then polled for new versions. On SIGTERM health turns NOT_SERVING, new calls
-are refused and calls in flight get `grace_s` seconds to finish.
+Start-up order: the ports open at once with health NOT_SERVING (`/readyz`
+503); the model loads and warms up in a thread; health turns SERVING. The
+base directory is then polled for new versions. On SIGTERM health turns
+NOT_SERVING, new calls are refused (gRPC and HTTP) and calls in flight get
+`grace_s` seconds to finish.
+
+gRPC and HTTP/JSON (`serving.http_api`, on the same event loop) call the
+same `TranslationServicer`: one model, one batching queue.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from prometheus_client import CollectorRegistry
 from nmt.types import DecodeOptions, Translation
 from nmt_api.protos import SERVICE_NAME
 from serving.batching import ALIGN, Batcher, BatchingConfig
+from serving.http_api import HttpApi
 from serving.interceptors import BearerTokenInterceptor, RequestInterceptor
 from serving.metrics import MetricsHTTPServer, ServingMetrics
 from serving.model_store import ModelStore
@@ -42,23 +47,30 @@ class ServerConfig:
 
     Attributes:
         model_dir: base directory of `<version>/` SavedModels.
-        host: address to listen on (gRPC and metrics).
+        host: address to listen on (gRPC, HTTP and metrics).
         port: gRPC port; 0 picks a free one.
         metrics_port: Prometheus port; 0 disables the metrics endpoint.
+        http_port: HTTP/JSON API and page port; 0 disables them.
+        http_host: address for HTTP when it differs from `host`, e.g.
+            127.0.0.1 behind a reverse proxy; None means `host`.
         batching: dynamic batching settings.
         limits: request limits.
         poll_interval_s: how often the model directory is checked for new
             versions; 0 disables the check.
         grace_s: time calls in flight get to finish at shutdown.
         stream_window: requests of one stream translated at once.
-        tls_cert / tls_key: PEM files; both or neither.
-        auth_token: when set, calls need `authorization: Bearer <token>`.
+        tls_cert / tls_key: PEM files; both or neither (gRPC only: put HTTP
+            behind a reverse proxy that terminates TLS).
+        auth_token: when set, calls need `authorization: Bearer <token>`
+            (gRPC metadata or HTTP header).
     """
 
     model_dir: Path
     host: str = "0.0.0.0"
     port: int = 50051
     metrics_port: int = 9090
+    http_port: int = 0
+    http_host: str | None = None
     batching: BatchingConfig = BatchingConfig()
     limits: Limits = Limits()
     poll_interval_s: float = 10.0
@@ -69,7 +81,7 @@ class ServerConfig:
     auth_token: str | None = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        for name in ("port", "metrics_port"):
+        for name in ("port", "metrics_port", "http_port"):
             value = getattr(self, name)
             if not isinstance(value, int) or not 0 <= value <= 65535:
                 raise ValueError(f"{name} must be in [0, 65535]. Received: {name}={value!r}")
@@ -106,6 +118,8 @@ class TranslationServer:
         self._batcher: Batcher | None = None
         self._server: grpc.aio.Server | None = None
         self._metrics_http: MetricsHTTPServer | None = None
+        self._http: HttpApi | None = None
+        self.http_port: int | None = None
         self._model_task: asyncio.Task | None = None
         self._serving = asyncio.Event()
         self.port = config.port
@@ -132,6 +146,11 @@ class TranslationServer:
         self.port = self._bind(f"{_host(config.host)}:{config.port}")
         await self._set_health(NOT_SERVING)
         await self._server.start()
+        if config.http_port:
+            self._http = HttpApi(servicer, self.metrics, config.limits,
+                                 ready=self._serving.is_set, auth_token=config.auth_token)
+            self.http_port = await self._http.start(config.http_host or config.host,
+                                                    config.http_port)
         if config.metrics_port:
             self._metrics_http = MetricsHTTPServer(self.metrics.registry, config.host,
                                                    config.metrics_port)
@@ -193,10 +212,15 @@ class TranslationServer:
         """NOT_SERVING, refuse new calls, let calls in flight finish within `grace` seconds."""
         grace = self.config.grace_s if grace is None else grace
         await self.health.enter_graceful_shutdown()
+        self._serving.clear()  # /readyz: 503 from now on
         if self._model_task is not None:
             self._model_task.cancel()
+        http = (asyncio.get_running_loop().create_task(self._http.stop(grace))
+                if self._http is not None else None)
         if self._server is not None:
-            await self._server.stop(grace)
+            await self._server.stop(grace)  # at once: new gRPC calls are refused from here
+        if http is not None:
+            await http
         if self._batcher is not None:
             await self._batcher.close()
         if self._metrics_http is not None:
@@ -217,7 +241,9 @@ async def serve(config: ServerConfig, registry: CollectorRegistry | None = None)
     await server.start()
     log.info(json.dumps({
         "event": "listening", "address": f"{config.host}:{server.port}",
-        "metrics_port": server.metrics_port, "model_dir": str(config.model_dir),
+        "metrics_port": server.metrics_port, "http_port": server.http_port,
+        "http_host": config.http_host or config.host,
+        "model_dir": str(config.model_dir),
         "tls": config.tls_cert is not None, "auth": bool(config.auth_token),
         "batching": dataclasses.asdict(config.batching),
         "limits": dataclasses.asdict(config.limits), "pid": os.getpid()}))

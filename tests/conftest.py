@@ -13,17 +13,18 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
 FIXTURES_DIR = TESTS_DIR / "fixtures"
-SHARED_DATA_DIR = REPO_ROOT / ".." / "shared" / "data"
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """`<repo>/../shared/data`; skips the test when it is not there."""
-    if not SHARED_DATA_DIR.is_dir():
-        pytest.skip(
-            "needs ../shared/data (the Anki fra-eng corpus beside the checkout); absent here"
-        )
-    return SHARED_DATA_DIR.resolve()
+    """The data directory (`nmt.paths.data_dir()`); skips the test when it is not there."""
+    from nmt.paths import DATA_DIR_ENV, data_dir
+
+    directory = data_dir()
+    if not directory.is_dir():
+        pytest.skip(f"needs the data directory (the Anki fra-eng corpus), absent at {directory}; "
+                    f"set {DATA_DIR_ENV} to where it is")
+    return directory.resolve()
 
 
 @pytest.fixture(scope="session")

@@ -47,7 +47,7 @@ def run_layer_test(
         seed: seed of Keras' random generators.
     """
     keras.utils.set_random_seed(seed)
-    _check_config_round_trip(layer_cls, init_kwargs)
+    check_config_round_trip(layer_cls, init_kwargs)
     model = _functional_model(layer_cls(**init_kwargs), call_kwargs, expected_output_shapes)
     layer = model.layers[-1]
     eager = _eager_outputs(layer, call_kwargs, expected_output_shapes, expected_output_dtypes)
@@ -63,17 +63,29 @@ def run_layer_test(
     )
 
 
-def _check_config_round_trip(layer_cls, init_kwargs) -> None:
+def check_config_round_trip(layer_cls, init_kwargs) -> keras.layers.Layer:
+    """Checks that `get_config` records every constructor argument and revives the layer.
+
+    A sublayer passed to the constructor is recorded serialized, as Keras 3
+    does it (`keras.saving.serialize_keras_object`).
+
+    Returns:
+        The layer revived through the registry, as `keras.saving.load_model`
+        does it, for layer-specific checks.
+    """
     layer = layer_cls(**init_kwargs)
     config = layer.get_config()
     for key, value in init_kwargs.items():
-        if key != "dtype":
-            assert config[key] == value, f"get_config()[{key!r}]={config[key]!r}, want {value!r}"
+        if key == "dtype":
+            continue
+        if isinstance(value, keras.layers.Layer):
+            value = keras.saving.serialize_keras_object(value)
+        assert config[key] == value, f"get_config()[{key!r}]={config[key]!r}, want {value!r}"
     assert layer_cls.from_config(config).get_config() == config
-    # Through the registry, as `keras.saving.load_model` does it.
     revived = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
     assert type(revived) is layer_cls
     assert revived.get_config() == config
+    return revived
 
 
 def _functional_model(layer, call_kwargs, expected_output_shapes) -> keras.Model:

@@ -9,8 +9,9 @@ from typing import Any
 
 import yaml
 
-from nmt.data import CleaningConfig
+from nmt.corpus import CleaningConfig
 from nmt.guided_alignment import GUIDED_ALIGNMENT_TYPES
+from nmt.types import dataclass_from_dict
 from training.corpus_alignment import SYMMETRIZATIONS
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -130,12 +131,7 @@ def parse_duration(text: str | int | float) -> float:
 
 
 def _section(cls, values: dict | None, where: str):
-    values = dict(values or {})
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"Unknown keys {unknown} in '{where}'; known keys: {sorted(known)}")
-    return cls(**values)
+    return dataclass_from_dict(cls, values, f"config section '{where}'")
 
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from nmt.alignment import piece_words
-from nmt.data import RaggedIds
+from nmt.encoding import RaggedIds
 from nmt.evaluation import read_pharaoh
 
 log = logging.getLogger(__name__)

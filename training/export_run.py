@@ -37,7 +37,7 @@ def module_from_run(run_dir: Path, metadata: dict | None = None,
     summary_path = run_dir / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     summary.pop("model_config", None)
-    info = {"name": cfg.name, "attention": model.config.describe(), "training": summary,
+    info = {"name": cfg.name, "attention": model.config.architecture_name(), "training": summary,
             **weights, **(metadata or {})}
     return TranslationModule(model, tokenizers, info)
 

@@ -11,7 +11,7 @@ from tqdm import tqdm
 log = logging.getLogger("nmt.train")
 
 
-class Progress:
+class TrainingProgress:
     """Shows loss, target tokens/s and the ETA of the time budget.
 
     Args:

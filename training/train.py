@@ -2,14 +2,19 @@
 
 A run directory holds everything a run needs to resume or be exported:
 
-    <run>/config.yaml       the config used
-    <run>/tokenizer/        SentencePiece models
-    <run>/alignments.txt    piece links of the training pairs (guided alignment without
-                            a data.train_alignments file)
-    <run>/checkpoints/      latest training state (weights, optimizer, position)
+    <run>/config.yaml       the effective config (overrides applied, data paths
+                            relative to the run directory)
+    <run>/tokenizer/        SentencePiece models: source.model, target.model,
+                            tokenizer.json
+    <run>/alignments.txt    piece links of the training pairs (only with guided
+                            alignment and no data.train_alignments file)
+    <run>/checkpoints/      the latest optim.keep_checkpoints training states
+                            (weights, optimizer, position, dropout seeds)
     <run>/best/             weights with the best dev BLEU so far
     <run>/logs/             TensorBoard events
     <run>/history.jsonl     one line per evaluation
+    <run>/summary.json      steps, time, best dev BLEU, machine and config, written
+                            when a run (or a resumed part of it) ends
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ import keras
 import tensorflow as tf
 import yaml
 
-from nmt import data as nmt_data
+from nmt.corpus import clean_pairs_with_indices, read_pairs
+from nmt.datasets import make_train_dataset
+from nmt.encoding import encode_pairs
 from nmt.evaluation import corpus_scores, group_references
 from nmt.export import TranslationModule
 from nmt.guided_alignment import guided_alignment_loss
@@ -37,7 +44,7 @@ from nmt.tokenizer import TokenizerPair, train_tokenizers
 from training import corpus_alignment
 from training.config import TrainConfig, parse_duration
 from training.machine import cpu_model
-from training.progress import Progress
+from training.progress import TrainingProgress
 from training.strategy import pick_strategy
 
 log = logging.getLogger("nmt.train")
@@ -76,11 +83,11 @@ def prepare_tokenizers(cfg: TrainConfig, run_dir: Path, pairs) -> TokenizerPair:
 def load_corpora(cfg: TrainConfig, run_dir: Path):
     """-> (tokenizers, encoded train corpus, dev pairs); the corpus carries
     guided-alignment links when the config asks for them."""
-    raw_pairs = nmt_data.read_pairs(cfg.data.train)
-    pairs, kept, stats = nmt_data.clean_pairs_with_indices(raw_pairs, cfg.data.cleaning)
+    raw_pairs = read_pairs(cfg.data.train)
+    pairs, kept, stats = clean_pairs_with_indices(raw_pairs, cfg.data.cleaning)
     log.info("train pairs kept %d (%s)", stats.kept, stats)
     tokenizers = prepare_tokenizers(cfg, run_dir, pairs)
-    corpus = nmt_data.encode_pairs(
+    corpus = encode_pairs(
         pairs, tokenizers, max_tokens_per_sentence=cfg.data.max_tokens_per_sentence
     )
     if cfg.guided_alignment.enabled:
@@ -90,7 +97,7 @@ def load_corpora(cfg: TrainConfig, run_dir: Path):
             alignments, kept[corpus.indices], corpus.source.lengths - 1,
             corpus.target.lengths, path,
         ))
-    dev = nmt_data.read_pairs(cfg.data.dev)
+    dev = read_pairs(cfg.data.dev)
     if cfg.data.dev_limit:
         dev = dev[: cfg.data.dev_limit]
     return tokenizers, corpus, dev
@@ -127,8 +134,8 @@ def align_training_corpus(config_path: str | Path, run_dir: str | Path, *,
 
     cfg = load_config(config_path, overrides)
     run_dir = Path(run_dir)
-    raw_pairs = nmt_data.read_pairs(cfg.data.train)
-    pairs, _, _ = nmt_data.clean_pairs_with_indices(raw_pairs, cfg.data.cleaning)
+    raw_pairs = read_pairs(cfg.data.train)
+    pairs, _, _ = clean_pairs_with_indices(raw_pairs, cfg.data.cleaning)
     tokenizers = prepare_tokenizers(cfg, run_dir, pairs)
     method = symmetrization or cfg.guided_alignment.symmetrization
     path = Path(out) if out else run_dir / ALIGNMENTS_FILE
@@ -193,9 +200,19 @@ class Trainer:
     # --- one step -------------------------------------------------------------------
 
     @tf.function(reduce_retracing=True)
-    def _train_step(self, inputs, target_out, gold=None):
-        """One update -> (translation loss, alignment loss); the second is 0
-        without guidance (`gold` is None)."""
+    def train_step(self, inputs, target_out, gold=None):
+        """One optimizer update on one batch (what `bench/train_speed.py` times).
+
+        Args:
+            inputs: `(source, target_in)`, int32 `(batch, S)` and `(batch, T)`.
+            target_out: int32 `(batch, T)`, 0 = padding.
+            gold: float32 `(batch, T, S)` gold alignment for guided alignment,
+                or None without guidance.
+
+        Returns:
+            `(translation loss, alignment loss)`, scalars; the second is 0
+            without `gold`.
+        """
         guide = self.cfg.guided_alignment
 
         def replica_step(inputs, target_out, gold):
@@ -280,7 +297,7 @@ class Trainer:
         budget = parse_duration(o.max_time) if max_time is None else max_time
         started = time.time()
         base_seconds = float(self.state["train_seconds"])
-        progress = Progress(budget=budget, log_every=o.log_every)
+        progress = TrainingProgress(budget=budget, log_every=o.log_every)
         reason = None
         while reason is None and int(self.state["epoch"]) < o.max_epochs:
             reason = self._run_epoch(progress, started, budget, base_seconds)
@@ -300,7 +317,7 @@ class Trainer:
 
     def _run_epoch(self, progress, started, budget, base_seconds) -> str | None:
         o = self.cfg.optim
-        dataset = nmt_data.make_train_dataset(
+        dataset = make_train_dataset(
             self.corpus, max_tokens=o.max_tokens, seed=o.seed, epoch=int(self.state["epoch"]),
             skip_batches=int(self.state["batch_in_epoch"]),
         )
@@ -308,7 +325,7 @@ class Trainer:
             reason = self._should_stop(started, budget)
             if reason:
                 return reason
-            loss, align_loss = (float(v) for v in self._train_step(inputs, target_out, *gold))
+            loss, align_loss = (float(v) for v in self.train_step(inputs, target_out, *gold))
             if not math.isfinite(loss):
                 raise FloatingPointError(
                     f"loss became {loss} at step {int(self.state['step'])}; lower "

@@ -51,5 +51,5 @@ class FakeEngine:
             raise BadInputError(f"contains {self.reject}")
         return [fake_translation(s) for s in sentences]
 
-    def describe(self) -> dict:
+    def settings(self) -> dict:
         return {"engine": "fake"}

@@ -79,7 +79,7 @@ def test_server_engine_streams_batches_in_order():
     results = engine.translate(["a b", "c", "d e f", "g", "h"])
     assert [r.text for r in results] == ["A B", "C", "D E F", "G", "H"]
     assert client.streams == [([["a b", "c"], ["d e f", "g"], ["h"]], options)]
-    assert engine.describe()["server"] == "localhost:1"
+    assert engine.settings()["server"] == "localhost:1"
     assert engine.max_source_tokens == MAX_SENTENCE_TOKENS
     engine.close()
     assert client.closed
@@ -157,4 +157,4 @@ def test_local_engine_matches_the_translator(tiny_model_dir, tiny_pairs):
     results = engine.translate(sentences)
     assert [r.text for r in results] == [r.text for r in expected]
     assert [r.score for r in results] == pytest.approx([r.score for r in expected], abs=1e-5)
-    assert engine.describe()["model"].endswith("/1")
+    assert engine.settings()["model"].endswith("/1")

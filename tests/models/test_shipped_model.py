@@ -2,7 +2,7 @@
 
 import pytest
 
-from nmt.data import read_pairs
+from nmt.corpus import read_pairs
 from nmt.options import DEFAULT_MODEL_DIR as SHIPPED
 from nmt.scoring import score_translations
 from nmt.translator import Translator
@@ -31,7 +31,7 @@ def test_metadata_carries_attribution_and_scores(translator):
 
 
 def test_dev_bleu_has_not_regressed(shared_data):
-    """Needs ../shared/data: greedy BLEU on the first 300 dev pairs."""
+    """Needs the data directory (`NMT_DATA_DIR`): greedy BLEU on the first 300 dev pairs."""
     pairs = read_pairs(shared_data / "anki-fra-eng" / "dev.tsv")[:300]
     report = score_translations(Translator.load(SHIPPED), pairs, DecodeOptions(beam_size=1))
     assert report.scores.bleu >= 30.0, report.scores

@@ -130,8 +130,8 @@ def peaked_attention(src, target_lengths, width, columns: list[list[int]]) -> np
     return attention
 
 
-def describe(tokenizers, sentences, src, tgt, lengths, attention, replace=True, targets=None):
-    return alignment.describe(
+def outputs(tokenizers, sentences, src, tgt, lengths, attention, replace=True, targets=None):
+    return alignment.signature_outputs(
         tokenizers.source, tokenizers.target, tf.constant(sentences), tf.constant(src),
         tf.constant(tgt), tf.constant(lengths), tf.constant(attention), tf.constant(replace),
         targets=None if targets is None else tf.constant(targets),
@@ -172,7 +172,7 @@ def test_word_links_match_the_numpy_reference(tokenizers, piece_ids):
     src = source_ids(tokenizers.source, sentences)
     tgt, lengths = target_ids(piece_ids, PIECE_ROWS[:4])
     attention = random_attention(np.random.default_rng(0), src, lengths, tgt.shape[1])
-    out = describe(tokenizers, sentences, src, tgt, lengths, attention, replace=False)
+    out = outputs(tokenizers, sentences, src, tgt, lengths, attention, replace=False)
     for n, sentence in enumerate(sentences):
         source_length = int((src[n] > 0).sum())
         source_pieces = pieces_of(tokenizers.source, src[n, : source_length - 1])
@@ -189,7 +189,7 @@ def test_pharaoh_links_put_the_source_word_first(tokenizers, piece_ids):
     tgt, lengths = target_ids(piece_ids, [["▁le", "▁ch", "a", "t", "▁", "n", "o", "i", "r"]])
     # Target words: le -> "you" (5), chat -> "love" (2, 3), noir -> "I" (0).
     attention = peaked_attention(src, lengths, tgt.shape[1], [[5, 2, 3, 3, 0, 0, 0, 0, 0, 6]])
-    out = describe(tokenizers, ["I love you"], src, tgt, lengths, attention)
+    out = outputs(tokenizers, ["I love you"], src, tgt, lengths, attention)
     assert out["word_alignments"].numpy()[0] == b"2-0 1-1 0-2"
     assert out["translations"].numpy()[0].decode() == "le chat noir"
 
@@ -204,7 +204,7 @@ def test_source_indices_count_the_given_words(tokenizers, piece_ids):
     friend = pieces.index("▁fr")
     tgt, lengths = target_ids(piece_ids, [["▁le", "▁ch"]])
     attention = peaked_attention(src, lengths, tgt.shape[1], [[friend, 0, 0]])
-    out = describe(tokenizers, [sentence], src, tgt, lengths, attention)
+    out = outputs(tokenizers, [sentence], src, tgt, lengths, attention)
     assert out["word_alignments"].numpy()[0] == b"1-0 0-1"
 
 
@@ -216,7 +216,7 @@ def test_forced_target_indices_count_the_given_words(tokenizers):
     tgt = source_ids(tokenizers.target, targets)
     lengths = (tgt > 0).sum(axis=1).astype(np.int32)
     attention = peaked_attention(src, lengths, tgt.shape[1], [[5] * tgt.shape[1]])
-    out = describe(tokenizers, ["I love you"], src, tgt, lengths, attention, targets=targets)
+    out = outputs(tokenizers, ["I love you"], src, tgt, lengths, attention, targets=targets)
     assert out["translations"].numpy()[0].decode() == targets[0]
     assert out["word_alignments"].numpy()[0] == b"2-0 2-1 2-2"
 
@@ -237,7 +237,7 @@ def test_no_links_without_source_words_or_attention(tokenizers, piece_ids):
     # Sentence 1: "le" attends only to the source EOS (position 6).
     columns = [[0, 0, 0], [6, 0, 0]]
     attention = peaked_attention(src, lengths, tgt.shape[1], columns)
-    out = describe(tokenizers, ["", "I love you"], src, tgt, lengths, attention)
+    out = outputs(tokenizers, ["", "I love you"], src, tgt, lengths, attention)
     assert out["word_alignments"].numpy().tolist() == [b"", b"0-1"]
 
 
@@ -252,7 +252,7 @@ def test_unknown_piece_is_replaced_by_the_attended_source_word(tokenizers, piece
     zanzibar = [i for i, p in enumerate(pieces) if p.startswith(MARK)][2]  # first piece of word 2
     tgt, lengths = target_ids(piece_ids, [["▁le", "<unk>", "▁ch", "a", "t"]])
     attention = peaked_attention(src, lengths, tgt.shape[1], [[0, zanzibar, 1, 1, 1, 0]])
-    out = describe(tokenizers, [sentence], src, tgt, lengths, attention, replace=replace)
+    out = outputs(tokenizers, [sentence], src, tgt, lengths, attention, replace=replace)
     text = out["translations"].numpy()[0].decode()
     if replace:
         assert text == "le Zanzibar chat"

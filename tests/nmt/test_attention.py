@@ -14,12 +14,12 @@ MASK = np.arange(S)[None, :] < LENGTHS[:, None]  # (batch, S)
 MECHANISMS = {
     "bahdanau": (BahdanauAttention, {"units": 8}, DQ),
     "bahdanau-normalized": (BahdanauAttention, {"units": 8, "normalize": True}, DQ),
-    "dot": (LuongAttention, {"score": "dot"}, DK),
-    "dot-scaled": (LuongAttention, {"score": "dot", "scale": True}, DK),
-    "general": (LuongAttention, {"score": "general"}, DQ),
-    "general-scaled": (LuongAttention, {"score": "general", "scale": True}, DQ),
-    "concat": (LuongAttention, {"score": "concat", "units": 8}, DQ),
-    "concat-scaled": (LuongAttention, {"score": "concat", "units": 8, "scale": True}, DQ),
+    "dot": (LuongAttention, {"score_mode": "dot"}, DK),
+    "dot-scaled": (LuongAttention, {"score_mode": "dot", "scale": True}, DK),
+    "general": (LuongAttention, {"score_mode": "general"}, DQ),
+    "general-scaled": (LuongAttention, {"score_mode": "general", "scale": True}, DQ),
+    "concat": (LuongAttention, {"score_mode": "concat", "units": 8}, DQ),
+    "concat-scaled": (LuongAttention, {"score_mode": "concat", "units": 8, "scale": True}, DQ),
 }
 WINDOWS = {"global": {}, "local-p": {"local_window": 2, "local_units": 6}}
 
@@ -57,9 +57,9 @@ def np_scores(layer: Attention, query: np.ndarray, keys: np.ndarray) -> np.ndarr
             bias = layer.b.numpy()
         hidden = (q @ w)[:, :, None, :] + (h @ u)[:, None, :, :] + bias
         scores = np.tanh(hidden) @ v
-    elif layer.score == "dot":  # Luong et al. 2015, Eq. 8: h_t^T h_s
+    elif layer.score_mode == "dot":  # Luong et al. 2015, Eq. 8: h_t^T h_s
         scores = np.einsum("btd,bsd->bts", q, h)
-    elif layer.score == "general":  # h_t^T W_a h_s, W_a of shape (dq, dk)
+    elif layer.score_mode == "general":  # h_t^T W_a h_s, W_a of shape (dq, dk)
         w_a = layer.key_dense.kernel.numpy().T
         scores = np.einsum("btd,de,bse->bts", q, w_a, h)
     else:  # concat: v_a^T tanh(W_a [h_t; h_s]), W_a of shape (dq + dk, units)
@@ -261,7 +261,7 @@ def test_local_window_favours_the_predicted_position():
 @pytest.mark.parametrize(
     "build, message",
     [
-        (lambda: LuongAttention("cosine"), "score='cosine'"),
+        (lambda: LuongAttention("cosine"), "score_mode='cosine'"),
         (lambda: LuongAttention("general", units=0), "units=0"),
         (lambda: BahdanauAttention(0), "units=0"),
         (lambda: BahdanauAttention(8.0), "units=8.0"),
@@ -279,6 +279,15 @@ def test_bad_arguments_name_the_value(build, message):
         build()
 
 
+def test_configs_with_the_old_score_key_still_load():
+    new = LuongAttention(score_mode="concat", units=8, scale=True, name="attention")
+    old = {key: value for key, value in new.get_config().items() if key != "score_mode"}
+    old["score"] = "concat"  # as written before the argument was renamed score_mode
+    assert LuongAttention.from_config(old).get_config() == new.get_config()
+    serialized = {**keras.saving.serialize_keras_object(new), "config": old}
+    assert keras.saving.deserialize_keras_object(serialized).score_mode == "concat"
+
+
 def test_dot_score_needs_equal_query_and_key_sizes():
     query, keys = make_inputs(DQ)  # DQ != DK
     with pytest.raises(ValueError, match=f"query_dim={DQ}, key_dim={DK}"):
@@ -289,8 +298,8 @@ def test_dot_score_needs_equal_query_and_key_sizes():
     "kind, options, want",
     [
         ("bahdanau", {"normalize": True}, (BahdanauAttention, {"units": 8, "normalize": True})),
-        ("concat", {"scale": True}, (LuongAttention, {"score": "concat", "scale": True})),
-        ("dot", {"local_window": 4}, (LuongAttention, {"score": "dot", "local_window": 4})),
+        ("concat", {"scale": True}, (LuongAttention, {"score_mode": "concat", "scale": True})),
+        ("dot", {"local_window": 4}, (LuongAttention, {"score_mode": "dot", "local_window": 4})),
     ],
 )
 def test_make_attention(kind, options, want):
@@ -340,7 +349,7 @@ def test_run_layer_test_single_step_query(tmp_path):
     query, keys = make_inputs(DQ)
     run_layer_test(
         LuongAttention,
-        {"score": "general", "scale": True},
+        {"score_mode": "general", "scale": True},
         {"query": query[:, 0], "keys": keys, "mask": MASK},
         expected_output_shapes=[(BATCH, DK), (BATCH, S)],
         tmp_path=tmp_path,

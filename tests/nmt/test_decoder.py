@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from nmt.attention import make_attention
 from nmt.decoder import BahdanauDecoder, LuongDecoder, Memory, OutputProjection
+from tests.layer_test_case import check_config_round_trip
 
 VOCAB, EMB, HIDDEN, MEMORY_DIM = 30, 8, 12, 10
 LENGTHS = np.array([5, 3])
@@ -60,6 +61,63 @@ def test_output_projection_returns_float32_logits_under_bfloat16():
     projection = OutputProjection(VOCAB, embedding, dtype="mixed_bfloat16")
     logits = projection(tf.ones([2, EMB], tf.bfloat16))
     assert logits.dtype == tf.float32 and projection.bias.dtype == "float32"
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_output_projection_config_round_trip(tied):
+    embedding = keras.layers.Embedding(VOCAB, EMB, name="target_embedding")
+    kwargs = {"vocab_size": VOCAB, "tied_embedding": embedding if tied else None,
+              "name": "output_projection"}
+    revived = check_config_round_trip(OutputProjection, kwargs)
+    if tied:
+        assert isinstance(revived.tied_embedding, keras.layers.Embedding)
+        assert revived.tied_embedding.name == "target_embedding"
+    else:
+        assert revived.tied_embedding is None
+
+
+# --------------------------------------------------------------------------- config
+
+
+def decoder_kwargs(kind: str, tied: bool = True, **overrides) -> dict:
+    """Constructor arguments of a decoder, its sublayers included."""
+    embedding = keras.layers.Embedding(VOCAB, EMB, name="target_embedding")
+    return {
+        "embedding": embedding,
+        "attention": make_attention("bahdanau" if kind == "bahdanau" else "concat", 8),
+        "hidden_dim": HIDDEN, "num_layers": 2, "cell": "gru", "output_dim": EMB,
+        "projection": OutputProjection(VOCAB, embedding if tied else None),
+        "dropout": 0.25, "name": "decoder", **overrides,
+    }
+
+
+@pytest.mark.parametrize("decoder_cls, kind, overrides", [
+    (LuongDecoder, "luong", {"input_feeding": False}),
+    (LuongDecoder, "luong", {"input_feeding": True}),
+    (BahdanauDecoder, "bahdanau", {}),
+])
+def test_decoder_config_round_trip(decoder_cls, kind, overrides):
+    revived = check_config_round_trip(decoder_cls, decoder_kwargs(kind, **overrides))
+    assert revived.projection.tied_embedding is revived.embedding  # one matrix, as saved
+    assert (revived.cell_type, revived.dropout.rate) == ("gru", 0.25)
+    memory = make_memory(revived)
+    logits, attention = revived(np.array([[1, 5, 6], [1, 7, 0]], np.int32), memory)
+    assert logits.shape == (2, 3, VOCAB) and attention.shape == (2, 3, 5)
+
+
+def test_a_used_decoder_revives_with_its_sublayers_built_and_tied():
+    decoder = make_decoder("luong")
+    decoder(np.array([[1, 5, 6], [1, 7, 0]], np.int32), make_memory(decoder))
+    revived = keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(decoder))
+    assert revived.get_config() == decoder.get_config()
+    assert revived.embedding.built and revived.projection.built
+    assert revived.projection.tied_embedding is revived.embedding
+
+
+def test_untied_decoder_config_round_trip():
+    revived = check_config_round_trip(LuongDecoder, decoder_kwargs("luong", tied=False))
+    assert revived.projection.tied_embedding is None
 
 
 # --------------------------------------------------------------------------- state

@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from nmt.encoder import Encoder
+from tests.layer_test_case import check_config_round_trip
 
 VOCAB, EMB, HIDDEN = 30, 8, 10
 SOURCE = np.array([[5, 9, 4, 7, 3, 2], [8, 6, 11, 2, 0, 0]], np.int32)  # 0 = padding
@@ -80,3 +81,15 @@ def test_dropout_only_while_training():
 def test_bad_arguments_name_the_value(kwargs, message):
     with pytest.raises(ValueError, match=message):
         make_encoder(**kwargs)
+
+
+def test_config_round_trip():
+    embedding = keras.layers.Embedding(VOCAB, EMB, name="source_embedding")
+    kwargs = {"embedding": embedding, "hidden_dim": HIDDEN, "num_layers": 3, "cell": "gru",
+              "dropout": 0.25, "residual": False, "name": "encoder"}
+    revived = check_config_round_trip(Encoder, kwargs)
+    assert revived.embedding.name == "source_embedding"
+    assert [layer.name for layer in revived.rnn_layers] == ["bi_gru_0", "bi_gru_1", "bi_gru_2"]
+    memory, mask = revived(SOURCE)
+    assert memory.shape == (2, 6, HIDDEN)
+    np.testing.assert_array_equal(mask, MASK)

@@ -17,9 +17,10 @@ from nmt.evaluation import (
     read_pharaoh,
     read_pharaoh_gold,
 )
+from nmt.paths import DATA_DIR_ENV, data_dir
 
 REPO = Path(__file__).resolve().parents[2]
-ALIBI = REPO / ".." / "shared" / "data" / "alibi-enfr-alignments"
+ALIBI = data_dir() / "alibi-enfr-alignments"
 
 # The example of sacrebleu's README, whose BLEU is documented as 48.53.
 SYS = ["The dog bit the man.", "It wasn't surprising.", "The man had just bitten him."]
@@ -227,7 +228,8 @@ def test_read_alibi_checks_links_and_files(tmp_path):
         read_alibi(tmp_path / "c")
 
 
-@pytest.mark.skipif(not ALIBI.is_dir(), reason=f"Alibi gold alignments not found at {ALIBI}")
+@pytest.mark.skipif(not ALIBI.is_dir(), reason=f"Alibi gold alignments not found at {ALIBI} "
+                    f"(set {DATA_DIR_ENV} to the data directory)")
 def test_read_alibi_real_data():
     pairs = read_alibi(ALIBI)
     assert len(pairs) == 522

@@ -1,4 +1,4 @@
-"""The exported SavedModel: self-contained, signatures per DESIGN.md, stock ops only."""
+"""The exported SavedModel: self-contained, its three signatures, stock ops only."""
 
 import json
 import os

@@ -322,8 +322,8 @@ def test_shipped_bahdanau_weight_order_is_stable():
         ({"decoder": "bahdanau", "attention": "general"}, "bahdanau-general"),
     ],
 )
-def test_describe_names_the_configuration(overrides, name):
-    assert tiny_config(**overrides).describe() == name
+def test_architecture_name_names_the_configuration(overrides, name):
+    assert tiny_config(**overrides).architecture_name() == name
 
 
 # --------------------------------------------------------------------------- config

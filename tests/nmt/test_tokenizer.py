@@ -15,7 +15,7 @@ from nmt.tokenizer import (
     UNK_ID,
     SubwordTokenizer,
     TokenizerPair,
-    normalize_text,
+    normalize_tensor,
     train_sentencepiece,
     train_tokenizers,
 )
@@ -87,25 +87,25 @@ def _texts(tensor) -> list[str]:
     ],
 )
 def test_normalize_exact(language, text, expected):
-    assert _text(normalize_text(text, language)) == expected
+    assert _text(normalize_tensor(text, language)) == expected
 
 
 @pytest.mark.parametrize("language", ["en", "fr"])
 def test_normalize_is_idempotent(language):
     texts = ["Va!", "« Bonjour»", "I’m  here", "Quoi?!", "x\u00a0:\u202fy", " « » ", "8:30 !"]
-    once = normalize_text(texts, language)
-    np.testing.assert_array_equal(normalize_text(once, language).numpy(), once.numpy())
+    once = normalize_tensor(texts, language)
+    np.testing.assert_array_equal(normalize_tensor(once, language).numpy(), once.numpy())
 
 
 def test_english_normalisation_keeps_words():
     texts = ["Hi!", "It's  8:30;\tgo\u00a0now?", "«Quoted»  words", " a  b "]
-    for text, normalised in zip(texts, _texts(normalize_text(texts, "en")), strict=True):
+    for text, normalised in zip(texts, _texts(normalize_tensor(texts, "en")), strict=True):
         assert normalised.split() == text.split()
 
 
 def test_unknown_language_is_rejected():
     with pytest.raises(ValueError, match="Received: language='de'"):
-        normalize_text("Hallo", "de")
+        normalize_tensor("Hallo", "de")
 
 
 # Input kinds --------------------------------------------------------------------------------
@@ -267,7 +267,7 @@ def test_bad_model_proto_is_rejected():
 
 
 def test_training_is_deterministic(tiny_pairs):
-    texts = tokenizer_lib.normalize_texts([fr for _, fr in tiny_pairs], "fr")
+    texts = tokenizer_lib.normalize_strings([fr for _, fr in tiny_pairs], "fr")
     assert train_sentencepiece(texts, 100, seed=3) == train_sentencepiece(texts, 100, seed=3)
 
 

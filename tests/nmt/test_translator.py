@@ -7,8 +7,9 @@ import pytest
 import tensorflow as tf
 
 from nmt.export import module_from_export
+from nmt.paths import resolve_version_dir
 from nmt.tokenizer import BOS_ID, EOS_ID
-from nmt.translator import Translator, format_alignment_table, resolve_version_dir
+from nmt.translator import Translator, format_alignment_table
 from nmt.types import DecodeOptions, Hypothesis, Translation
 
 SENTENCES = ["I love you.", "The children read a book.", "Où est la gare ?"]
@@ -113,7 +114,7 @@ def test_align_scores_the_given_targets(translator):
         ({"beam_size": 0}, "beam_size=0"),
         ({"beam_size": 2, "n_best": 3}, "n_best=3"),
         ({"max_length_ratio": 0.0}, "max_length_ratio=0.0"),
-        ({"beam": 4}, "Unknown decoding options \\['beam'\\]"),
+        ({"beam": 4}, "Unknown keys \\['beam'\\] in decoding options"),
     ],
 )
 def test_bad_options_are_rejected(translator, overrides, message):

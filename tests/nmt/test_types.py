@@ -1,10 +1,19 @@
-"""`nmt.types`: the Pharaoh link parsers and the sentence-list check every entry point uses."""
+"""`nmt.types`: the Pharaoh link parsers, the sentence-list check every entry point uses and
+the strict dataclass-from-mapping conversion."""
 
+import dataclasses
 import re
 
 import pytest
 
-from nmt.types import Hypothesis, parse_pharaoh, parse_pharaoh_links, sentence_list
+from nmt.types import (
+    DecodeOptions,
+    Hypothesis,
+    dataclass_from_dict,
+    parse_pharaoh,
+    parse_pharaoh_links,
+    sentence_list,
+)
 
 
 def test_parse_pharaoh_reads_links_in_order():
@@ -51,3 +60,19 @@ def test_sentence_list_accepts_any_sequence_of_strings():
 def test_sentence_list_raises_type_error_naming_the_argument(value, name, message):
     with pytest.raises(TypeError, match=message):
         sentence_list(value, name)
+
+
+def test_dataclass_from_dict_builds_and_validates():
+    assert dataclass_from_dict(DecodeOptions, {"beam_size": 3}, "options") == DecodeOptions(
+        beam_size=3)
+    assert dataclass_from_dict(DecodeOptions, None, "options") == DecodeOptions()
+    with pytest.raises(ValueError, match="beam_size=0"):  # the dataclass's own check
+        dataclass_from_dict(DecodeOptions, {"beam_size": 0}, "options")
+
+
+def test_dataclass_from_dict_names_unknown_and_known_keys():
+    with pytest.raises(ValueError) as raised:
+        dataclass_from_dict(DecodeOptions, {"beam": 4, "nbest": 2, "n_best": 1}, "my options")
+    message = str(raised.value)
+    assert message.startswith("Unknown keys ['beam', 'nbest'] in my options; known keys: [")
+    assert all(field.name in message for field in dataclasses.fields(DecodeOptions))

@@ -1,6 +1,8 @@
 """The generated modules: built from proto/, importable, and rebuilt when stale."""
 
+import dataclasses
 import os
+import re
 
 from nmt_api import protos
 
@@ -43,10 +45,41 @@ def test_the_service_has_its_four_rpcs():
 
 
 def test_decode_options_mirror_nmt_types():
-    import dataclasses
-
     from nmt.types import DecodeOptions
 
     pb2, _ = protos.load()
     proto_fields = {f.name for f in pb2.DecodeOptions.DESCRIPTOR.fields}
     assert proto_fields == {f.name for f in dataclasses.fields(DecodeOptions)}
+
+
+def bracketed_defaults(proto_text: str, message_name: str) -> dict[str, str]:
+    """`{field: text in brackets}` of one message: the `[...]` ending each field's comment."""
+    body = re.search(rf"\nmessage {message_name} {{\n(.*?)\n}}", proto_text, re.S).group(1)
+    defaults, comment = {}, ""
+    for line in body.splitlines():
+        line = line.strip()
+        if line.startswith("//"):
+            comment += " " + line.removeprefix("//").strip()
+            continue
+        field = re.match(r"(?:optional |repeated )?\w+ (\w+) = \d+;", line)
+        if field:
+            bracket = re.search(r"\[([^\]]*)\]$", comment.strip())
+            defaults[field.group(1)] = bracket.group(1) if bracket else None
+            comment = ""
+    return defaults
+
+
+def test_proto_comments_state_the_decode_options_defaults():
+    """Each DecodeOptions field's `[default]` in the .proto is `nmt.types.DecodeOptions()`'s."""
+    from nmt.types import DecodeOptions
+
+    text = (protos.PROTO_ROOT / protos.PROTO_FILE).read_text(encoding="utf-8")
+    stated = bracketed_defaults(text, "DecodeOptions")
+    default = DecodeOptions()
+    assert set(stated) == {f.name for f in dataclasses.fields(DecodeOptions)}
+    for name, text_value in stated.items():
+        value = getattr(default, name)
+        assert text_value is not None, f"the comment of {name} states no [default]"
+        parsed = {"true": True, "false": False}.get(text_value) if isinstance(value, bool) \
+            else type(value)(text_value)
+        assert parsed == value, f"{name}: the proto says [{text_value}], DecodeOptions() {value!r}"

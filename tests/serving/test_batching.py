@@ -8,7 +8,7 @@ import pytest
 
 from nmt.types import DecodeOptions, Hypothesis, Translation
 from serving.batching import ALIGN, TRANSLATE, Batcher, BatchingConfig
-from serving.errors import DeadlineExpired, LimitExceeded, ModelUnavailable
+from serving.errors import DeadlineExpired, ModelUnavailable, QueueFull
 from serving.metrics import ServingMetrics
 
 
@@ -179,7 +179,7 @@ def test_a_full_queue_refuses_requests_with_resource_exhausted():
         queued = asyncio.ensure_future(batcher.translate(["a", "b", "c"], DecodeOptions()))
         await asyncio.sleep(0.01)
         full = r"3 sentences are queued .* adds 1 \(queue limit 3\)"
-        with pytest.raises(LimitExceeded, match=full):
+        with pytest.raises(QueueFull, match=full):
             await batcher.translate(["d"], DecodeOptions())
         model.gate.set()
         await asyncio.gather(blocker, queued)
@@ -295,7 +295,7 @@ def test_align_pairs_count_against_the_same_queue_and_deadlines():
         deadline = asyncio.get_running_loop().time() + 0.05
         late = asyncio.ensure_future(batcher.align(["late"], ["tard"], deadline))
         await asyncio.sleep(0.01)
-        with pytest.raises(LimitExceeded, match=r"3 sentences are queued .* \(queue limit 3\)"):
+        with pytest.raises(QueueFull, match=r"3 sentences are queued .* \(queue limit 3\)"):
             await batcher.translate(["d"], DecodeOptions())
         await asyncio.sleep(0.1)
         model.gate.set()

@@ -8,7 +8,9 @@ from serving.errors import (
     InvalidArgument,
     LimitExceeded,
     ModelUnavailable,
+    QueueFull,
     Unauthenticated,
+    http_status_for,
     status_for,
 )
 
@@ -16,6 +18,7 @@ from serving.errors import (
 @pytest.mark.parametrize("error, code", [
     (InvalidArgument("bad"), grpc.StatusCode.INVALID_ARGUMENT),
     (LimitExceeded("over"), grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (QueueFull("busy"), grpc.StatusCode.RESOURCE_EXHAUSTED),
     (ModelUnavailable("none"), grpc.StatusCode.UNAVAILABLE),
     (DeadlineExpired("late"), grpc.StatusCode.DEADLINE_EXCEEDED),
     (Unauthenticated("who"), grpc.StatusCode.UNAUTHENTICATED),
@@ -30,3 +33,19 @@ def test_unexpected_errors_are_internal_without_leaking_their_text():
 
     assert code == grpc.StatusCode.INTERNAL
     assert "secret" not in details and "server log" in details
+
+
+@pytest.mark.parametrize("error, status", [
+    (InvalidArgument("bad"), 400),
+    (ValueError("beam_size must be ..."), 400),
+    (Unauthenticated("who"), 401),
+    (LimitExceeded("over"), 413),
+    (QueueFull("busy"), 429),
+    (ModelUnavailable("none"), 503),
+    (DeadlineExpired("late"), 504),
+    (RuntimeError("/secret/path failed"), 500),
+])
+def test_http_statuses(error, status):
+    http_status, code, details = http_status_for(error)
+
+    assert http_status == status and (code, details) == status_for(error)

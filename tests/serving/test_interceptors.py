@@ -97,7 +97,7 @@ def guarded():
 
 def _count(toy, method, code):
     return toy.metrics.registry.get_sample_value(
-        "nmt_requests_total", {"method": method, "code": code}) or 0
+        "nmt_requests_total", {"method": method, "code": code, "protocol": "grpc"}) or 0
 
 
 @pytest.mark.parametrize("method, code, details", [

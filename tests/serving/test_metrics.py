@@ -24,8 +24,8 @@ def test_names_and_types():
     metrics = ServingMetrics()
 
     assert {f.name: f.type for f in metrics.registry.collect()} == EXPECTED
-    metrics.requests.labels(method="Translate", code="OK").inc()
-    metrics.request_duration.labels(method="Translate").observe(0.01)
+    metrics.requests.labels(method="Translate", code="OK", protocol="grpc").inc()
+    metrics.request_duration.labels(method="Translate", protocol="grpc").observe(0.01)
     text = generate_latest(metrics.registry).decode()
     names = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
     assert {"nmt_requests_total", "nmt_request_duration_seconds_bucket", "nmt_model_info",
@@ -43,7 +43,7 @@ def test_registries_are_independent():
 
 def test_http_endpoint_serves_the_registry():
     metrics = ServingMetrics()
-    metrics.requests.labels(method="Translate", code="OK").inc(2)
+    metrics.requests.labels(method="Translate", code="OK", protocol="http").inc(2)
     server = MetricsHTTPServer(metrics.registry, "127.0.0.1", 0)
     server.start()
     try:
@@ -51,4 +51,5 @@ def test_http_endpoint_serves_the_registry():
     finally:
         server.stop()
 
-    assert samples[("nmt_requests_total", (("code", "OK"), ("method", "Translate")))] == 2
+    assert samples[("nmt_requests_total",
+                    (("code", "OK"), ("method", "Translate"), ("protocol", "http")))] == 2

@@ -272,9 +272,10 @@ def test_metrics_endpoint_counters_move(server, client, stub):
         key = (name, tuple(sorted(labels.items())))
         return after.get(key, 0) - before.get(key, 0)
 
-    assert delta("nmt_requests_total", method="Translate", code="OK") == 1
-    assert delta("nmt_requests_total", method="Translate", code="INVALID_ARGUMENT") == 1
-    assert delta("nmt_request_duration_seconds_count", method="Translate") == 2
+    assert delta("nmt_requests_total", method="Translate", code="OK", protocol="grpc") == 1
+    assert delta("nmt_requests_total", method="Translate", code="INVALID_ARGUMENT",
+                 protocol="grpc") == 1
+    assert delta("nmt_request_duration_seconds_count", method="Translate", protocol="grpc") == 2
     assert delta("nmt_translated_sentences_total") == 2
     assert delta("nmt_translated_tokens_total", side="source") > 0
     assert delta("nmt_translated_tokens_total", side="target") > 0
@@ -307,7 +308,7 @@ def test_align_matches_the_translator(server, client):
 
 def test_align_answers_one_forced_translation_per_pair(server, stub, caplog):
     before = server.server.metrics.registry.get_sample_value(
-        "nmt_requests_total", {"method": "Align", "code": "OK"}) or 0
+        "nmt_requests_total", {"method": "Align", "code": "OK", "protocol": "grpc"}) or 0
 
     with caplog.at_level(logging.INFO, logger="nmt.serving.requests"):
         response = stub.Align(_align_request(SOURCES, TARGETS, request_id="pairs-1"))
@@ -324,7 +325,7 @@ def test_align_answers_one_forced_translation_per_pair(server, stub, caplog):
         assert links and all(0 <= i < len(source.split()) and 0 <= j < len(target.split())
                              for i, j in links)
     assert server.server.metrics.registry.get_sample_value(
-        "nmt_requests_total", {"method": "Align", "code": "OK"}) == before + 1
+        "nmt_requests_total", {"method": "Align", "code": "OK", "protocol": "grpc"}) == before + 1
     [line] = [json.loads(r.getMessage()) for r in caplog.records
               if r.name == "nmt.serving.requests"]
     assert (line["method"], line["sentences"]) == ("Align", len(SOURCES))

@@ -19,19 +19,22 @@ def test_defaults():
 
     assert args.model == DEFAULT_MODEL_DIR and DEFAULT_MODEL_DIR.parts[-2:] == ("models", "en-fr")
     assert (args.port, args.metrics_port, args.host) == (50051, 9090, "0.0.0.0")
+    assert args.http_port == 8080 and args.http_host is None
     assert args.func is run_serve
 
 
 def test_options_make_the_config(tmp_path, monkeypatch):
     monkeypatch.setenv("MY_TOKEN", "s3cret")
     args = _parse("--model", str(tmp_path), "--port", "0", "--metrics-port", "0",
-                  "--no-batching", "--max-batch-size", "4", "--max-wait-ms", "1.5",
+                  "--http-port", "8181", "--http-host", "127.0.0.2", "--no-batching",
+                  "--max-batch-size", "4", "--max-wait-ms", "1.5",
                   "--max-sentences", "10", "--max-chars", "99", "--poll-interval", "0",
                   "--auth-token-env", "MY_TOKEN")
 
     config = config_from_args(args)
 
     assert config.model_dir == tmp_path and config.port == 0 and config.metrics_port == 0
+    assert (config.http_port, config.http_host) == (8181, "127.0.0.2")
     assert not config.batching.enabled and config.batching.max_batch_size == 4
     assert config.batching.max_wait_ms == 1.5
     assert (config.limits.max_sentences, config.limits.max_chars) == (10, 99)

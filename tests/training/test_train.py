@@ -1,6 +1,7 @@
 """Training loop: a tiny run end to end, exact resume, signals and the time budget."""
 
 import json
+import re
 import signal
 import threading
 from pathlib import Path
@@ -71,6 +72,13 @@ def test_tiny_run_trains_evaluates_and_summarises(tmp_path):
     assert (run_dir / "best" / "weights.index").exists()
     assert (run_dir / "tokenizer" / "tokenizer.json").exists()
     assert list((run_dir / "logs").iterdir()), "TensorBoard events were written"
+    # What the module docstring lists; alignments.txt only comes with guided alignment.
+    assert {p.name for p in run_dir.iterdir()} == documented_run_files() - {"alignments.txt"}
+
+
+def documented_run_files() -> set[str]:
+    """The `<run>/...` entries of `training.train`'s docstring."""
+    return set(re.findall(r"<run>/([^/\s]+)", train_module.__doc__))
 
 
 def test_resume_continues_exactly(tmp_path):
@@ -108,6 +116,7 @@ def test_resume_continues_exactly_with_guided_alignment(tmp_path):
 def test_guided_run_aligns_the_corpus_itself(tmp_path):
     run_dir = train_module.run(write_config(tmp_path, guided=GUIDED, max_steps=2,
                                             eval_every=100), tmp_path / "run")
+    assert "alignments.txt" in documented_run_files()
     lines = (run_dir / "alignments.txt").read_text(encoding="utf-8").splitlines()
     pairs = (FIXTURES / "tiny_pairs.tsv").read_text(encoding="utf-8").splitlines()
     assert len(lines) == len([p for p in pairs if p.strip()])

@@ -1,0 +1,360 @@
+// The translation page: calls the server's HTTP/JSON API (same origin) and draws the
+// alignment of the chosen translation as word links and an attention heatmap.
+// Plain JavaScript, no build step, nothing loaded from elsewhere.
+"use strict";
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const form = $("form");
+  const source = $("source");
+  const target = $("target");
+  const beamSize = $("beam-size");
+  const nBest = $("n-best");
+  const tokenInput = $("token");
+  const submit = $("submit");
+  const statusLine = $("status");
+  const errorBox = $("error");
+  const sentenceList = $("sentences");
+  const links = $("links");
+  const svg = links.querySelector("svg");
+  const linkStatus = $("link-status");
+  const heatmap = $("heatmap");
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  // ColorBrewer "Blues": weight 0 is the lightest, weight 1 the darkest.
+  const SCALE = [[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]];
+
+  let results = [];  // [{source, translation}] of the last answer
+  let view = null;   // the alignment being shown: words, links and their elements
+
+  // --- helpers ---------------------------------------------------------------------------
+
+  function el(tag, attributes = {}, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+    node.append(...children);
+    return node;
+  }
+
+  function colour(weight) {
+    const x = Math.min(Math.max(weight, 0), 1) * (SCALE.length - 1);
+    const i = Math.min(Math.floor(x), SCALE.length - 2);
+    const t = x - i;
+    const rgb = SCALE[i].map((c, k) => Math.round(c + t * (SCALE[i + 1][k] - c)));
+    return `rgb(${rgb.join(", ")})`;
+  }
+
+  function mode() {
+    return form.elements.mode.value;
+  }
+
+  function setState(state) {
+    document.body.dataset.state = state;
+  }
+
+  function showError(message, field) {
+    errorBox.textContent = message;
+    if (field) field.focus();
+  }
+
+  async function call(method, path, body) {
+    const headers = { Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const token = tokenInput.value.trim();
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const response = await fetch(path, {
+      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    let answer = null;
+    try {
+      answer = await response.json();
+    } catch (ignored) {
+      // Not JSON (e.g. a proxy's error page): reported by status below.
+    }
+    if (!response.ok) {
+      const error = new Error(answer && answer.message
+        ? `${answer.code}: ${answer.message}` : `HTTP ${response.status} ${response.statusText}`);
+      error.status = response.status;
+      throw error;
+    }
+    return answer;
+  }
+
+  function needToken() {
+    $("token-field").hidden = false;
+    tokenInput.required = true;
+  }
+
+  // --- the model and the form ------------------------------------------------------------
+
+  async function loadModel() {
+    const info = $("model-info");
+    try {
+      const model = await call("GET", "/v1/model");
+      const attention = model.attention ? `, ${model.attention} attention` : "";
+      info.textContent = `Model ${model.name}, version ${model.version}${attention}.`;
+      beamSize.max = model.limits.maxBeamSize;
+      syncNBest();
+      if (document.body.dataset.state === "loading") setState("ready");
+    } catch (error) {
+      if (error.status === 401) {
+        needToken();
+        info.textContent = "This server needs an access token: enter it below.";
+      } else if (error.status === 503) {
+        info.textContent = "The model is still loading; this page asks again in a moment.";
+        setTimeout(loadModel, 2000);
+      } else {
+        info.textContent = `Could not ask the server about its model (${error.message}).`;
+      }
+      if (document.body.dataset.state === "loading") setState("ready");
+    }
+  }
+
+  function syncNBest() {
+    const beam = Number(beamSize.value);
+    nBest.max = Number.isInteger(beam) && beam >= 1 ? beam : 1;
+    if (Number(nBest.value) > Number(nBest.max)) nBest.value = nBest.max;
+  }
+
+  function syncMode() {
+    const align = mode() === "align";
+    $("target-field").hidden = !align;
+    target.required = align;
+    $("decode-options").hidden = align;
+    submit.textContent = align ? "Align" : "Translate";
+  }
+
+  function integerIn(input, label) {
+    const value = Number(input.value);
+    const min = Number(input.min);
+    const max = Number(input.max);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      showError(`${label} must be a whole number from ${min} to ${max}.`, input);
+      return null;
+    }
+    return value;
+  }
+
+  function buildRequest() {
+    const lines = source.value.split("\n").map((line) => line.trim());
+    if (mode() === "translate") {
+      const sentences = lines.filter(Boolean);
+      if (!sentences.length) return showError("Type an English sentence first.", source);
+      const beam = integerIn(beamSize, "Beam size");
+      const best = beam === null ? null : integerIn(nBest, "N-best");
+      if (best === null) return null;
+      return { path: "/v1/translate", sources: sentences,
+               body: { sentences, options: { beamSize: beam, nBest: best } } };
+    }
+    const targets = target.value.split("\n").map((line) => line.trim());
+    const sources = [];
+    const given = [];
+    for (let i = 0; i < Math.max(lines.length, targets.length); i += 1) {
+      const [english, french] = [lines[i] || "", targets[i] || ""];
+      if (!english && !french) continue;
+      if (!english || !french) {
+        return showError(`Line ${i + 1}: give both the English sentence and its French ` +
+                         "translation, one pair per line.", english ? target : source);
+      }
+      sources.push(english);
+      given.push(french);
+    }
+    if (!sources.length) return showError("Type an English sentence and its translation.", source);
+    return { path: "/v1/align", sources, body: { sources, targets: given } };
+  }
+
+  async function onSubmit(event) {
+    event.preventDefault();
+    errorBox.textContent = "";
+    const request = buildRequest();
+    if (!request) return;
+    const align = mode() === "align";
+    submit.disabled = true;
+    setState("busy");
+    statusLine.textContent = align ? "Aligning…" : "Translating…";
+    const started = performance.now();
+    try {
+      const answer = await call("POST", request.path, request.body);
+      const translations = align ? answer.alignments : answer.translations;
+      results = translations.map((translation, i) => ({ source: request.sources[i], translation }));
+      const ms = Math.round(performance.now() - started);
+      const count = `${results.length} sentence${results.length === 1 ? "" : "s"}`;
+      statusLine.textContent = `${align ? "Aligned" : "Translated"} ${count} in ${ms} ms ` +
+                               `(model version ${answer.modelVersion}).`;
+      showResults(align);
+      choose(0, 0);
+      setState("done");
+      if (!$("model-info").textContent.startsWith("Model")) loadModel();
+    } catch (error) {
+      if (error.status === 401) needToken();
+      statusLine.textContent = "";
+      showError(error.message, error.status === 401 ? tokenInput : null);
+      setState("error");
+    } finally {
+      submit.disabled = false;
+    }
+  }
+
+  // --- results ---------------------------------------------------------------------------
+
+  function showResults(align) {
+    $("results-heading").textContent = align ? "Alignments" : "Translations";
+    sentenceList.replaceChildren(...results.map((result, i) => {
+      const hypotheses = result.translation.hypotheses.map((hypothesis, k) => {
+        const button = el("button", { type: "button", class: "hyp", "aria-pressed": "false",
+                                      "data-sentence": i, "data-hypothesis": k },
+          el("span", { class: "text", lang: "fr" }, hypothesis.text || "(empty)"),
+          el("span", { class: "score" }, `score ${hypothesis.score.toFixed(3)}`));
+        button.addEventListener("click", () => choose(i, k));
+        return el("li", {}, button);
+      });
+      return el("li", {}, el("p", { class: "source-text", lang: "en" }, result.source),
+                el("ol", { class: "nbest" }, ...hypotheses));
+    }));
+    $("results").hidden = false;
+  }
+
+  function choose(i, k) {
+    for (const button of sentenceList.querySelectorAll(".hyp")) {
+      const chosen = Number(button.dataset.sentence) === i && Number(button.dataset.hypothesis) === k;
+      button.setAttribute("aria-pressed", String(chosen));
+    }
+    const { source: text, translation } = results[i];
+    showAlignment(text, translation.sourceTokens, translation.hypotheses[k]);
+  }
+
+  function showAlignment(text, sourceTokens, hypothesis) {
+    $("alignment").hidden = false;
+    $("alignment-caption").textContent = `“${text}” → “${hypothesis.text}”`;
+    showLinks(text, hypothesis);
+    showHeatmap(sourceTokens, hypothesis);
+  }
+
+  // --- word links ------------------------------------------------------------------------
+
+  function showLinks(text, hypothesis) {
+    const words = { source: text.split(/\s+/).filter(Boolean),
+                    target: hypothesis.text.split(/\s+/).filter(Boolean) };
+    const pairs = hypothesis.wordAlignment.split(/\s+/).filter(Boolean)
+      .map((link) => link.split("-").map(Number))
+      .filter(([s, t]) => s < words.source.length && t < words.target.length);
+    const partners = { source: words.source.map(() => []), target: words.target.map(() => []) };
+    for (const [s, t] of pairs) {
+      partners.source[s].push(t);
+      partners.target[t].push(s);
+    }
+    const buttons = {};
+    for (const side of ["source", "target"]) {
+      buttons[side] = words[side].map((word, index) => {
+        const button = el("button", { type: "button", class: "word", lang: side === "source" ? "en" : "fr",
+                                      "data-side": side, "data-index": index }, word);
+        if (!partners[side][index].length) button.classList.add("unlinked");
+        for (const on of ["mouseenter", "focus"]) button.addEventListener(on, () => highlight(side, index, true));
+        for (const off of ["mouseleave", "blur"]) button.addEventListener(off, () => highlight(side, index, false));
+        return button;
+      });
+      links.querySelector(`.words.${side}`).replaceChildren(...buttons[side]);
+    }
+    view = { words, pairs, partners, buttons };
+    linkStatus.textContent = pairs.length ? "" : "No word links for this pair.";
+    requestAnimationFrame(drawLines);
+  }
+
+  function drawLines() {
+    if (!view) return;
+    const box = links.getBoundingClientRect();
+    svg.setAttribute("width", links.scrollWidth);
+    svg.setAttribute("height", links.scrollHeight);
+    svg.replaceChildren(...view.pairs.map(([s, t]) => {
+      const a = view.buttons.source[s].getBoundingClientRect();
+      const b = view.buttons.target[t].getBoundingClientRect();
+      const line = document.createElementNS(SVG_NS, "line");
+      line.setAttribute("x1", a.left + a.width / 2 - box.left);
+      line.setAttribute("y1", a.bottom - box.top);
+      line.setAttribute("x2", b.left + b.width / 2 - box.left);
+      line.setAttribute("y2", b.top - box.top);
+      line.dataset.source = s;
+      line.dataset.target = t;
+      return line;
+    }));
+  }
+
+  function highlight(side, index, on) {
+    if (!view) return;
+    const other = side === "source" ? "target" : "source";
+    const partners = view.partners[side][index];
+    view.buttons[side][index].classList.toggle("active", on);
+    for (const p of partners) view.buttons[other][p].classList.toggle("linked", on);
+    for (const line of svg.querySelectorAll(`line[data-${side}="${index}"]`)) {
+      line.classList.toggle("on", on);
+    }
+    if (!on) {
+      linkStatus.textContent = "";
+      return;
+    }
+    const word = view.words[side][index];
+    const language = other === "source" ? "English" : "French";
+    linkStatus.textContent = partners.length
+      ? `“${word}” is linked to ${partners.map((p) => `“${view.words[other][p]}”`).join(", ")}.`
+      : `“${word}” is linked to no ${language} word.`;
+  }
+
+  // --- the heatmap -----------------------------------------------------------------------
+
+  function showHeatmap(sourceTokens, hypothesis) {
+    const head = el("tr", {}, el("td"));
+    sourceTokens.forEach((token, s) => head.append(el("th", { scope: "col", "data-column": s }, token)));
+    const rows = hypothesis.alignment.map((row, t) => {
+      const targetToken = hypothesis.targetTokens[t];
+      const tr = el("tr", {}, el("th", { scope: "row" }, targetToken));
+      row.weights.forEach((weight, s) => {
+        const cell = el("td", { "data-weight": weight.toFixed(4), "data-column": s,
+                                title: `${targetToken} ← ${sourceTokens[s]}: ${weight.toFixed(2)}` });
+        cell.style.backgroundColor = colour(weight);
+        tr.append(cell);
+      });
+      return tr;
+    });
+    heatmap.tHead.replaceChildren(head);
+    heatmap.tBodies[0].replaceChildren(...rows);
+  }
+
+  function onHeatmapHover(event) {
+    for (const node of heatmap.querySelectorAll(".on")) node.classList.remove("on");
+    const cell = event.target.closest("td[data-column]");
+    if (!cell) return;
+    cell.classList.add("on");
+    cell.parentElement.firstElementChild.classList.add("on");
+    heatmap.tHead.querySelector(`th[data-column="${cell.dataset.column}"]`).classList.add("on");
+  }
+
+  function drawScale() {
+    const swatches = $("scale");
+    for (let i = 0; i <= 10; i += 1) {
+      const swatch = el("span");
+      swatch.style.backgroundColor = colour(i / 10);
+      swatches.append(swatch);
+    }
+  }
+
+  // --- wiring ----------------------------------------------------------------------------
+
+  form.addEventListener("submit", onSubmit);
+  for (const radio of form.elements.mode) radio.addEventListener("change", syncMode);
+  beamSize.addEventListener("input", syncNBest);
+  for (const box of [source, target]) {
+    box.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        form.requestSubmit();
+      }
+    });
+  }
+  heatmap.addEventListener("mouseover", onHeatmapHover);
+  heatmap.addEventListener("mouseleave", () => {
+    for (const node of heatmap.querySelectorAll(".on")) node.classList.remove("on");
+  });
+  new ResizeObserver(() => requestAnimationFrame(drawLines)).observe(links);
+  drawScale();
+  syncMode();
+  loadModel();
+})();

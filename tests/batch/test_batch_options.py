@@ -1,0 +1,37 @@
+"""`batch.options`: the flags `nmt batch` and the Beam pipeline share, with one set of defaults."""
+
+import argparse
+
+import pytest
+
+from batch.engines import DEFAULT_BATCH_SIZE
+from batch.options import add_input_options, add_translation_options, input_format
+from batch.readers import InputFormat
+from nmt.options import decode_options
+from nmt.types import DecodeOptions
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser()
+    add_input_options(parser)
+    add_translation_options(parser)
+    return parser.parse_args(argv)
+
+
+def test_defaults_are_those_of_the_job_types():
+    args = parse([])
+    assert input_format(args, "in.txt") == InputFormat()
+    assert (args.batch_size, args.alignment) == (DEFAULT_BATCH_SIZE, False)
+    assert decode_options(args) == DecodeOptions()
+
+
+def test_input_format_follows_the_flags_else_the_file_name():
+    args = parse(["--column", "2", "--max-chars", "80", "--beam-size", "2"])
+    assert input_format(args, "in.tsv.gz") == InputFormat("tsv", column=2, max_chars=80)
+    assert input_format(parse(["--input-format", "text"]), "in.tsv").kind == "text"
+    assert decode_options(args).beam_size == 2
+
+
+def test_bad_values_name_the_value():
+    with pytest.raises(ValueError, match="column=-1"):
+        input_format(parse(["--column", "-1"]), "in.tsv")

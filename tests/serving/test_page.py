@@ -1,0 +1,181 @@
+"""The page at `/` in a real browser: headless Chromium (Debian's), driven by Selenium.
+
+Skips, saying why, where no Chromium and ChromeDriver can be had (`.ci/run`
+installs them). The screenshot lands in `$NMT_PAGE_SCREENSHOT` if set, else
+in the test's temporary directory (its path is printed).
+"""
+
+import importlib.util
+import json
+import os
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from serving.server import ServerConfig
+from serving.testing import ServerThread, free_port
+
+REPO = Path(__file__).resolve().parents[2]
+SENTENCE = "The cat is black."
+TARGET = "Le chat est noir."
+
+
+def _load_screenshot_module():
+    spec = importlib.util.spec_from_file_location("docs_screenshot",
+                                                  REPO / "docs" / "screenshot.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+page = _load_screenshot_module()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    found = page.find_browser()
+    if isinstance(found, str):
+        pytest.skip(found)
+    driver = page.start_browser(1200, 900)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model_dir):
+    running = ServerThread(ServerConfig(
+        model_dir=tiny_model_dir, host="127.0.0.1", port=0, metrics_port=0,
+        http_port=free_port(), poll_interval_s=0))
+    running.wait_until_serving()
+    yield running
+    running.stop()
+
+
+def _url(server, path="/"):
+    return f"http://127.0.0.1:{server.server.http_port}{path}"
+
+
+def _api(server, path, body):
+    request = urllib.request.Request(_url(server, path), data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def _css(driver, selector):
+    return driver.find_elements("css selector", selector)
+
+
+def _classes(element) -> set[str]:
+    return set((element.get_attribute("class") or "").split())
+
+
+def test_translate_shows_the_translation_heatmap_and_word_links(server, browser, tmp_path):
+    expected = _api(server, "/v1/translate", {"sentences": [SENTENCE],
+                                              "options": {"beamSize": 2, "nBest": 2}})
+    translation = expected["translations"][0]
+    best = translation["hypotheses"][0]
+
+    page.translate_on_page(browser, _url(server), SENTENCE, beam_size=2, n_best=2)
+
+    shown = [e.text for e in _css(browser, ".hyp .text")]
+    assert shown == [h["text"] or "(empty)" for h in translation["hypotheses"]]
+    assert [e.text for e in _css(browser, ".hyp .score")] == [
+        f"score {h['score']:.3f}" for h in translation["hypotheses"]]
+    rows, columns = len(best["targetTokens"]), len(translation["sourceTokens"])
+    assert len(_css(browser, "#heatmap tbody tr")) == rows
+    assert len(_css(browser, "#heatmap tbody td")) == rows * columns
+    assert [e.text for e in _css(browser, "#heatmap thead th")] == translation["sourceTokens"]
+    assert [e.text for e in _css(browser, "#heatmap tbody th")] == best["targetTokens"]
+    weights = [float(e.get_attribute("data-weight")) for e in _css(browser, "#heatmap tbody td")]
+    flat = [w for row in best["alignment"] for w in row["weights"]]
+    assert weights == pytest.approx(flat, abs=1e-4)
+
+    links = [tuple(map(int, link.split("-"))) for link in best["wordAlignment"].split()]
+    assert links, "the tiny model's answer has no word link to hover"
+    source_words = _css(browser, ".words.source .word")
+    target_words = _css(browser, ".words.target .word")
+    assert [w.text for w in source_words] == SENTENCE.split()
+    assert [w.text for w in target_words] == best["text"].split()
+    assert len(_css(browser, "#links svg line")) == len(links)
+
+    s, t = links[0]
+    page.hover(browser, target_words[t])
+    linked = {i for i, word in enumerate(source_words) if "linked" in _classes(word)}
+    assert linked == {i for i, j in links if j == t}
+    assert "active" in _classes(target_words[t])
+    assert source_words[s].text in browser.find_element("id", "link-status").text
+
+    browser.execute_script("arguments[0].focus()", source_words[s])  # keyboard focus works too
+    linked = {j for j, word in enumerate(target_words) if "linked" in _classes(word)}
+    assert linked == {j for i, j in links if i == s}
+
+    shot = Path(os.environ.get("NMT_PAGE_SCREENSHOT") or tmp_path / "page.png")
+    page.save_full_page(browser, shot)
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
+
+
+def test_align_mode_shows_the_given_translation(server, browser):
+    expected = _api(server, "/v1/align", {"sources": [SENTENCE], "targets": [TARGET]})
+    pair = expected["alignments"][0]
+
+    browser.set_window_size(1200, 900)
+    browser.get(_url(server))
+    page.wait_for_state(browser, ("ready",))
+    browser.find_element("css selector", "input[name=mode][value=align]").click()
+    assert browser.find_element("id", "submit").text == "Align"
+    assert not browser.find_element("id", "beam-size").is_displayed()
+    source = browser.find_element("id", "source")
+    source.clear()
+    source.send_keys(SENTENCE)
+    browser.find_element("id", "target").send_keys(TARGET)
+    browser.find_element("id", "submit").click()
+
+    assert page.wait_for_state(browser, ("done", "error")) == "done"
+    assert [e.text for e in _css(browser, ".hyp .text")] == [TARGET]
+    tokens = pair["hypotheses"][0]["targetTokens"]
+    assert len(_css(browser, "#heatmap tbody td")) == len(tokens) * len(pair["sourceTokens"])
+    assert [w.text for w in _css(browser, ".words.target .word")] == TARGET.split()
+
+
+def test_a_mismatched_align_input_is_reported_in_the_alert(server, browser):
+    browser.get(_url(server))
+    page.wait_for_state(browser, ("ready",))
+    browser.find_element("css selector", "input[name=mode][value=align]").click()
+    browser.find_element("id", "submit").click()  # an English line without its French
+
+    error = browser.find_element("id", "error")
+    assert error.get_attribute("role") == "alert"
+    assert "give both the English sentence and its French translation" in error.text
+    assert browser.switch_to.active_element.get_attribute("id") == "target"
+
+
+def test_phone_width_labels_and_keyboard(server, browser, tmp_path):
+    browser.set_window_size(390, 844)
+    try:
+        browser.get(_url(server))
+        page.wait_for_state(browser, ("ready",))
+        unlabelled = browser.execute_script(
+            "return [...document.querySelectorAll('input, textarea, select, button')]"
+            ".filter(e => !(e.labels && e.labels.length) && !e.textContent.trim()"
+            " && !e.getAttribute('aria-label')).map(e => e.outerHTML)")
+        assert unlabelled == []
+
+        source = browser.find_element("id", "source")
+        source.clear()
+        source.send_keys(SENTENCE)
+        from selenium.webdriver.common.keys import Keys
+
+        source.send_keys(Keys.CONTROL, Keys.ENTER)  # submits without the mouse
+        assert page.wait_for_state(browser, ("done", "error")) == "done"
+        overflow = browser.execute_script(
+            "return document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the page is {overflow}px wider than a phone"
+        words = _css(browser, ".words.target .word")
+        assert words and all(w.tag_name == "button" for w in words)  # in the Tab order
+        main = Path(os.environ.get("NMT_PAGE_SCREENSHOT") or tmp_path / "page.png")
+        page.save_full_page(browser, main.with_name(f"{main.stem}-phone.png"))
+    finally:
+        browser.set_window_size(1200, 900)
