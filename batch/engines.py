@@ -15,13 +15,12 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from nmt.constants import MAX_SENTENCE_TOKENS
+from nmt.constants import DEFAULT_BATCH_SIZE, MAX_SENTENCE_TOKENS
 from nmt.types import DecodeOptions, Translation
 
 log = logging.getLogger("nmt.batch")
 
 # Sentences per model call (or per streamed request) unless the job says otherwise.
-DEFAULT_BATCH_SIZE = 64
 
 
 class BadInputError(ValueError):

@@ -21,3 +21,6 @@ MAX_SENTENCE_TOKENS = 256
 # Characters (code points) per sentence that the server and the batch jobs accept unless
 # configured otherwise; the model reads at most MAX_SENTENCE_TOKENS pieces of it anyway.
 DEFAULT_MAX_CHARS = 1000
+
+# Sentences per model call for file-sized work (batch jobs, scoring, `nmt align`).
+DEFAULT_BATCH_SIZE = 64

@@ -13,6 +13,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 
+from nmt.constants import DEFAULT_BATCH_SIZE
 from nmt.evaluation import (
     AlignedPair,
     AlignmentScores,
@@ -46,7 +47,7 @@ class AlignmentReport:
 
 
 def translate_all(translator: Translator, sentences: Sequence[str], options: DecodeOptions,
-                  batch_size: int = 64) -> list[str]:
+                  batch_size: int = DEFAULT_BATCH_SIZE) -> list[str]:
     """Translations of `sentences`, batched by length to keep padding small."""
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
     hypotheses: list[str] = [""] * len(sentences)
@@ -59,7 +60,7 @@ def translate_all(translator: Translator, sentences: Sequence[str], options: Dec
 
 
 def score_translations(translator: Translator, pairs: Sequence[tuple[str, str]],
-                       options: DecodeOptions, batch_size: int = 64) -> TranslationReport:
+                       options: DecodeOptions, batch_size: int = DEFAULT_BATCH_SIZE) -> TranslationReport:
     """Multi-reference BLEU/chrF: identical sources are grouped with all their references."""
     sources, references = group_references(pairs)
     started = time.time()

@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from nmt_api.protos import SERVICE_NAME
+from nmt_api.protos import DEFAULT_GRPC_PORT, SERVICE_NAME
 
 
 def check(target: str, timeout: float = 3.0, root_certificates: bytes | None = None) -> bool:
@@ -34,7 +34,7 @@ def check(target: str, timeout: float = 3.0, root_certificates: bytes | None = N
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", default="127.0.0.1:50051")
+    parser.add_argument("--target", default=f"127.0.0.1:{DEFAULT_GRPC_PORT}")
     parser.add_argument("--timeout", type=float, default=3.0)
     parser.add_argument("--tls-ca", type=Path, help="PEM CA certificate when the server uses TLS")
     args = parser.parse_args(argv)

@@ -32,6 +32,8 @@ _PACKAGE_INIT = '"""Generated protobuf modules of `proto/nmt_api/v1/` (built, no
 # The gRPC service's full name (proto package `nmt.v1`): what clients call and what the
 # health service reports on. A test checks it against the generated descriptor.
 SERVICE_NAME = "nmt.v1.TranslationService"
+# The port a server listens on for gRPC unless told otherwise, and clients try first.
+DEFAULT_GRPC_PORT = 50051
 
 
 def _out_dir(out_root: Path) -> Path:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 # None of these imports TensorFlow (a test checks it): `quiet_framework_logs` must run first.
 from batch.cli import add_batch_parser
+from nmt.constants import DEFAULT_BATCH_SIZE
 from nmt.options import DEFAULT_MODEL_DIR, add_decode_options, decode_options
 from serving.cli import add_serve_parser
 
@@ -186,7 +187,8 @@ def _add_align(sub) -> None:
                    help="write JSON Lines with tokens, score and attention matrix instead of "
                         "Pharaoh links")
     p.add_argument("--output", help="file to write (default: standard output)")
-    p.add_argument("--batch-size", type=int, default=64, help="pairs per model call")
+    p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
+                   help=f"pairs per model call (default {DEFAULT_BATCH_SIZE})")
     p.set_defaults(func=_align)
 
 

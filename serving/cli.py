@@ -8,14 +8,15 @@ import os
 from pathlib import Path
 
 from nmt.options import DEFAULT_MODEL_DIR
+from nmt_api.protos import DEFAULT_GRPC_PORT
 
 DEFAULT_TOKEN_ENV = "NMT_AUTH_TOKEN"
-DEFAULT_HTTP_PORT = 8080
 
 
 def add_serve_parser(sub) -> None:
     """Registers `serve` on the `nmt` command's subparsers."""
     from serving.batching import BatchingConfig
+    from serving.server import DEFAULT_HTTP_PORT, DEFAULT_METRICS_PORT
     from serving.validation import Limits
 
     batching, limits = BatchingConfig(), Limits()
@@ -24,13 +25,13 @@ def add_serve_parser(sub) -> None:
     p.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR,
                    help="base directory of <version>/ SavedModels (the highest version serves)")
     p.add_argument("--host", default="0.0.0.0", help="address to listen on")
-    p.add_argument("--port", type=int, default=50051, help="gRPC port")
+    p.add_argument("--port", type=int, default=DEFAULT_GRPC_PORT, help="gRPC port")
     p.add_argument("--http-port", type=int, default=DEFAULT_HTTP_PORT,
                    help="HTTP/JSON API (/v1/...), probes (/healthz, /readyz) and the page (/); "
                         "0 disables it")
     p.add_argument("--http-host", help="address for HTTP if not --host, e.g. 127.0.0.1 behind a "
                                        "reverse proxy that terminates TLS")
-    p.add_argument("--metrics-port", type=int, default=9090,
+    p.add_argument("--metrics-port", type=int, default=DEFAULT_METRICS_PORT,
                    help="Prometheus /metrics port; 0 disables it")
     g = p.add_argument_group("batching")
     g.add_argument("--max-batch-size", type=int, default=batching.max_batch_size,

@@ -26,7 +26,7 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
 from nmt.types import DecodeOptions, Translation
-from nmt_api.protos import SERVICE_NAME
+from nmt_api.protos import DEFAULT_GRPC_PORT, SERVICE_NAME
 from serving.batching import ALIGN, Batcher, BatchingConfig
 from serving.http_api import HttpApi
 from serving.interceptors import BearerTokenInterceptor, RequestInterceptor
@@ -39,6 +39,11 @@ log = logging.getLogger("nmt.serving.server")
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+DEFAULT_METRICS_PORT = 9090
+# Off in the dataclass (tests, embedding); `nmt serve` turns it on by default.
+DEFAULT_HTTP_PORT = 8080
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,8 +72,8 @@ class ServerConfig:
 
     model_dir: Path
     host: str = "0.0.0.0"
-    port: int = 50051
-    metrics_port: int = 9090
+    port: int = DEFAULT_GRPC_PORT
+    metrics_port: int = DEFAULT_METRICS_PORT
     http_port: int = 0
     http_host: str | None = None
     batching: BatchingConfig = BatchingConfig()
