@@ -60,7 +60,8 @@ def translate_all(translator: Translator, sentences: Sequence[str], options: Dec
 
 
 def score_translations(translator: Translator, pairs: Sequence[tuple[str, str]],
-                       options: DecodeOptions, batch_size: int = DEFAULT_BATCH_SIZE) -> TranslationReport:
+                       options: DecodeOptions,
+                       batch_size: int = DEFAULT_BATCH_SIZE) -> TranslationReport:
     """Multi-reference BLEU/chrF: identical sources are grouped with all their references."""
     sources, references = group_references(pairs)
     started = time.time()
