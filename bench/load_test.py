@@ -33,7 +33,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
+from nmt.corpus import read_lines  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
+from nmt.paths import data_dir  # noqa: E402
 from nmt_api.client import AsyncTranslationClient, TranslationClient  # noqa: E402
 from serving.testing import free_port  # noqa: E402
 from training.machine import cpu_model  # noqa: E402
@@ -48,6 +50,9 @@ SENTENCES = [
     "I have never seen this film.", "We should leave before it gets dark.",
     "Could you tell me where the museum is?",
 ]
+
+
+TRAFFIC_MIX = data_dir() / "out-of-domain" / "traffic-mix.en"
 
 
 def machine() -> str:
@@ -113,7 +118,7 @@ async def sender(protocol: str, target: str, url: str, clients: int):
 
 
 async def run_level(protocol: str, target: str, url: str, clients: int, duration: float,
-                    warmup: float) -> dict:
+                    warmup: float, sentences: list[str] = SENTENCES) -> dict:
     """`clients` concurrent loops of one-sentence requests; latencies after the warm-up."""
     latencies: list[float] = []
     errors = 0
@@ -125,7 +130,7 @@ async def run_level(protocol: str, target: str, url: str, clients: int, duration
         nonlocal errors
         i = index
         while (now := loop.time()) < end:
-            sentence = SENTENCES[i % len(SENTENCES)]
+            sentence = sentences[i % len(sentences)]
             i += clients
             try:
                 await send(sentence)
@@ -148,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR,
                         help="base directory of <version>/ SavedModels")
+    parser.add_argument("--sentences", type=Path, default=TRAFFIC_MIX,
+                        help="one sentence a line, sent in turn (default: the traffic mix of "
+                             "NMT_DATA_DIR; the 24 short sentences above when it is absent)")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds measured per level")
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds before measuring")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
@@ -160,10 +168,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args.model.is_dir():
         print(f"no model at {args.model}; export one or pass --model", file=sys.stderr)
         return 2
+    if args.sentences.is_file():
+        sentences = [line for line in read_lines(args.sentences) if line.strip()]
+        source = f"{len(sentences)} sentences of {args.sentences}, in turn"
+    else:
+        sentences, source = SENTENCES, f"the {len(SENTENCES)} short sentences of this script"
     log_path = Path(tempfile.mkdtemp(prefix="nmt-bench-")) / "server.log"
     print(f"Machine: {machine()}")
     print(f"Model: {args.model}; {args.duration:g} s per level after {args.warmup:g} s warm-up; "
-          "one sentence per request; server log: " + str(log_path))
+          f"one sentence per request, {source}; server log: {log_path}")
     print()
     print("| batching | protocol | clients | sentences/s | p50 ms | p95 ms | p99 ms | errors |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
@@ -175,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             for clients in args.concurrency:
                 for protocol in args.protocol:
                     r = asyncio.run(run_level(protocol, target, url, clients, args.duration,
-                                              args.warmup))
+                                              args.warmup, sentences))
                     print(f"| {mode} | {protocol} | {clients} | {r['throughput']:.1f} | "
                           f"{r['p50']:.1f} | {r['p95']:.1f} | {r['p99']:.1f} | {r['errors']} |",
                           flush=True)
