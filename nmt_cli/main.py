@@ -414,6 +414,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): not an error of ours
+        sys.stdout = None
+        return 0
     except (ValueError, FileNotFoundError) as error:
         print(f"nmt {args.command}: error: {error}", file=sys.stderr)
         return 2
