@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from nmt.alignment import piece_words
+from nmt.alignment import piece_words as word_index_of_pieces
 from nmt.encoding import RaggedIds
 from nmt.evaluation import read_pharaoh
 
@@ -103,37 +103,39 @@ def _grow_diag_final_and(forward: set[Link], reverse: set[Link]) -> set[Link]:
 # --------------------------------------------------------------------------- pieces and words
 
 
-def piece_word_indices(tokenizer, texts: Sequence[str], batch: int = 4096) -> list[np.ndarray]:
-    """Word index of every piece of every text (-1 for a piece of no word).
+def piece_words(tokenizer, texts: Sequence[str], batch: int = 4096
+                ) -> tuple[list[np.ndarray], list[str]]:
+    """Tokenizes `texts` once -> the word index of every piece, and the words.
 
-    Pieces are the tokenizer's (no EOS); words are those of `nmt.alignment`.
+    Returns:
+        `(indices, lines)`: for each text, int `(pieces,)` word indices (-1 for
+        a piece of no word; pieces are the tokenizer's, no EOS; words those of
+        `nmt.alignment`), and the words those pieces spell, space-joined (the
+        aligner's input).
     """
-    result: list[np.ndarray] = []
+    indices: list[np.ndarray] = []
+    lines: list[str] = []
     for start in range(0, len(texts), batch):
         ids = tokenizer.tokenize(tf.constant(list(texts[start:start + batch]), tf.string))
         lengths = ids.row_lengths().numpy()
         dense = ids.to_tensor()  # (N, L)
+        pieces = tokenizer.id_to_piece(dense)  # (N, L)
         valid = tf.sequence_mask(lengths, tf.shape(dense)[1])  # (N, L)
-        words = piece_words(tokenizer.id_to_piece(dense), valid).numpy()  # (N, L)
-        result.extend(row[:length] for row, length in zip(words, lengths, strict=True))
-    return result
-
-
-def aligner_words(tokenizer, texts: Sequence[str], piece_index: Sequence[np.ndarray]) -> list[str]:
-    """The words the pieces spell, space-joined, one line per text (for the aligner)."""
-    lines = []
-    for start in range(0, len(texts), 4096):
-        ids = tokenizer.tokenize(tf.constant(list(texts[start:start + 4096]), tf.string))
-        pieces = tokenizer.id_to_piece(ids).to_list()
-        for offset, row in enumerate(pieces):
-            words = piece_index[start + offset]
-            count = int(words.max()) + 1 if len(words) else 0
-            spelled = [""] * count
-            for piece, word in zip(row, words, strict=True):
+        words = word_index_of_pieces(pieces, valid).numpy()  # (N, L)
+        for row, word_row, length in zip(pieces.numpy(), words, lengths, strict=True):
+            index = word_row[:length]
+            spelled = [""] * (int(index.max()) + 1 if length else 0)
+            for piece, word in zip(row[:length], index, strict=True):
                 if word >= 0:
                     spelled[word] += piece.decode("utf-8").replace("▁", "")
+            indices.append(index)
             lines.append(" ".join(spelled))
-    return lines
+    return indices, lines
+
+
+def piece_word_indices(tokenizer, texts: Sequence[str]) -> list[np.ndarray]:
+    """The word index of every piece of every text (see `piece_words`)."""
+    return piece_words(tokenizer, texts)[0]
 
 
 def word_links_to_pieces(links: Iterable[Link], source_words: np.ndarray,
@@ -205,13 +207,10 @@ def align_words(pairs: Sequence[tuple[str, str]], tokenizers):
         pair: word links of both directions and the word index of each piece.
     """
     sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
-    source_index = piece_word_indices(tokenizers.source, sources)
-    target_index = piece_word_indices(tokenizers.target, targets)
+    source_index, source_words = piece_words(tokenizers.source, sources)
+    target_index, target_words = piece_words(tokenizers.target, targets)
     log.info("aligning %d pairs with eflomal", len(pairs))
-    forward, reverse = run_eflomal(
-        aligner_words(tokenizers.source, sources, source_index),
-        aligner_words(tokenizers.target, targets, target_index),
-    )
+    forward, reverse = run_eflomal(source_words, target_words)
     return list(zip(forward, reverse, source_index, target_index, strict=True))
 
 

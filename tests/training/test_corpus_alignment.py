@@ -48,8 +48,7 @@ def test_aligner_words_spell_the_pieces(tiny_tokenizers):
     # tokenizer's SentencePiece resource (see `tiny_tokenizers`).
     source = SubwordTokenizer(tiny_tokenizers.source.model_proto, "en")
     texts = ["I like coffee.", "", "unbelievably long-winded words!"]
-    index = ca.piece_word_indices(source, texts)
-    words = ca.aligner_words(source, texts, index)
+    index, words = ca.piece_words(source, texts)
     assert words == ["I like coffee.", "", "unbelievably long-winded words!"]
     assert [int(i.max()) + 1 if len(i) else 0 for i in index] == [3, 0, 3]
 
