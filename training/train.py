@@ -110,13 +110,18 @@ def prepare_alignments(cfg: TrainConfig, run_dir: Path, raw_pairs, tokenizers) -
         return Path(cfg.data.train_alignments)
     path = run_dir / ALIGNMENTS_FILE
     if not path.exists():
-        method = cfg.guided_alignment.symmetrization
-        started = time.time()
-        links = corpus_alignment.align_pairs(raw_pairs, tokenizers, method)
-        corpus_alignment.write_alignments(path, links)
-        log.info("aligned %d training pairs (%s) in %.0fs -> %s", len(raw_pairs), method,
-                 time.time() - started, path)
+        write_corpus_alignments(path, raw_pairs, tokenizers, cfg.guided_alignment.symmetrization)
     return path
+
+
+def write_corpus_alignments(path: Path, raw_pairs, tokenizers, method: str) -> None:
+    """Aligns the training pairs with eflomal and writes their piece links to `path`."""
+    started = time.time()
+    corpus_alignment.write_alignments(
+        path, corpus_alignment.align_pairs(raw_pairs, tokenizers, method)
+    )
+    log.info("aligned %d training pairs (%s) in %.0fs -> %s", len(raw_pairs), method,
+             time.time() - started, path)
 
 
 def align_training_corpus(config_path: str | Path, run_dir: str | Path, *,
@@ -137,11 +142,9 @@ def align_training_corpus(config_path: str | Path, run_dir: str | Path, *,
     raw_pairs = read_pairs(cfg.data.train)
     pairs, _, _ = clean_pairs_with_indices(raw_pairs, cfg.data.cleaning)
     tokenizers = prepare_tokenizers(cfg, run_dir, pairs)
-    method = symmetrization or cfg.guided_alignment.symmetrization
     path = Path(out) if out else run_dir / ALIGNMENTS_FILE
-    corpus_alignment.write_alignments(
-        path, corpus_alignment.align_pairs(raw_pairs, tokenizers, method)
-    )
+    write_corpus_alignments(path, raw_pairs, tokenizers,
+                            symmetrization or cfg.guided_alignment.symmetrization)
     return path, len(raw_pairs)
 
 
