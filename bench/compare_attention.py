@@ -58,6 +58,12 @@ VARIANTS.update({
 })
 VARIANTS["luong-general+guided-0.5"] = {**MECHANISMS["luong-general"], **guided(0.5)}
 VARIANTS["luong-concat+feed+guided-0.5"] = {**MECHANISMS["luong-concat+feed"], **guided(0.5)}
+# Long examples joined from 2-5 training pairs (10% more examples): attention that
+# has seen long inputs during training.
+JOINED = {"data.join_fraction": 0.1, "data.join_max_pairs": 5}
+VARIANTS["luong-general+guided-0.5+joined"] = {
+    **MECHANISMS["luong-general"], **guided(0.5), **JOINED
+}
 
 
 def run_variant(name: str, settings: dict, args) -> dict:

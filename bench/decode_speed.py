@@ -1,24 +1,27 @@
-"""Decoding speed of an exported model: sentences/s and target tokens/s.
+"""Decoding speed of an exported model on realistic text, and how far it is from the peak.
 
-Translates the English side of the dev set through `nmt.translator.Translator`
-(the path the server, batch jobs and CLI take: in-graph tokenisation, beam
-search, alignments and word links, then NumPy results) at beam 1 and 5 and
-batch 1 and 64, and prints a Markdown table with the process's peak resident
-memory and the machine it ran on.
+Translates a sentences file (default: the traffic mix, 2,000 lines of Anki
+test sentences, image captions and news-discussion comments) through
+`nmt.translator.Translator` (the path of the server, batch jobs and CLI:
+in-graph tokenisation, search, alignments and word links, then NumPy
+results), in batches taken in file order and in batches of sentences sorted
+by length, for each beam size and batch size asked. Prints a Markdown
+table with sentences/s, target tokens/s, the useful work done per second
+and its fraction of the machine's measured float32 matrix-multiply peak.
 
-    python bench/decode_speed.py [models/en-fr] [--dev $NMT_DATA_DIR/anki-fra-eng/dev.tsv]
-        [--limit 256] [--beams 1,5] [--batches 1,64]
+    python bench/decode_speed.py [models/en-fr] [--sentences FILE] [--limit N]
+        [--beams 1,5] [--batches 64] [--orders file,sorted]
 
-Each setting translates at most `--limit` distinct dev sentences, in file
-order, after one untimed warm-up batch. Target tokens are the pieces of the
-returned best translations, end-of-sentence included.
+Useful work counts, per sentence, the encoder over its source pieces and
+`beam` decoder steps for each piece of the best translation (shapes from
+`bench/flops.py`); steps spent on finished or padded hypotheses are
+not counted, so the fraction shows what the search wastes too.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
 import sys
 import time
@@ -30,10 +33,13 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import tensorflow as tf  # noqa: E402
 
+from bench.flops import decoder_step_macs, encoder_macs, matmul_peak  # noqa: E402
+from bench.inputs import SENTENCES_HELP, TRAFFIC_MIX, machine, read_sentences  # noqa: E402
+from nmt.model import ModelConfig  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
-from nmt.paths import DATA_DIR_ENV, data_dir  # noqa: E402
 from nmt.translator import Translator  # noqa: E402
-from training.machine import cpu_model  # noqa: E402
+
+ORDERS = ("file", "sorted")
 
 
 def peak_rss_mb() -> float:
@@ -42,29 +48,40 @@ def peak_rss_mb() -> float:
     return peak / 1024 / (1024 if sys.platform == "darwin" else 1)
 
 
-def read_sources(path: Path) -> list[str]:
-    """Distinct English sentences of an `English<TAB>French` file, in file order."""
-    if not path.is_file():
-        raise SystemExit(f"No dev set at {path}; pass --dev PATH to an English<TAB>French file")
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return list(dict.fromkeys(line.split("\t", 1)[0] for line in lines if line.strip()))
+def in_order(sentences: list[str], order: str) -> list[str]:
+    """File order, or sorted by length in characters (stable)."""
+    return sorted(sentences, key=len) if order == "sorted" else list(sentences)
+
+
+def useful_macs(config: ModelConfig, results, beam: int) -> float:
+    """Encoder over each source plus `beam` decoder steps per piece of its best translation."""
+    macs = 0.0
+    for result in results:
+        source_len = len(result.source_tokens) + 1  # with EOS
+        target_len = len(result.target_tokens)
+        macs += source_len * encoder_macs(config)
+        macs += beam * target_len * decoder_step_macs(config, source_len)
+    return macs
 
 
 def time_setting(translator: Translator, sentences: list[str], beam: int,
                  batch: int) -> dict[str, float]:
-    """Translates `sentences` in batches of `batch`; returns rates and counts."""
+    """Translates `sentences` in consecutive batches of `batch`; returns rates and counts."""
     translator.translate(sentences[:batch], beam_size=beam)  # warm-up: graph optimisation
-    tokens = 0
+    config = ModelConfig.from_dict(translator.info.metadata["model_config"])
+    tokens = macs = 0
     started = time.perf_counter()
     for start in range(0, len(sentences), batch):
         results = translator.translate(sentences[start:start + batch], beam_size=beam)
         tokens += sum(len(result.target_tokens) for result in results)
+        macs += useful_macs(config, results, beam)
     seconds = time.perf_counter() - started
     return {
         "sentences": len(sentences),
         "seconds": seconds,
         "sentences_per_s": len(sentences) / seconds,
         "tokens_per_s": tokens / seconds,
+        "gflops": 2 * macs / seconds / 1e9,
         "peak_rss_mb": peak_rss_mb(),
     }
 
@@ -76,44 +93,57 @@ def int_list(text: str) -> list[int]:
     return values
 
 
+def order_list(text: str) -> list[str]:
+    values = [x.strip() for x in text.split(",") if x.strip()]
+    if not values or set(values) - set(ORDERS):
+        raise argparse.ArgumentTypeError(f"expected orders from {','.join(ORDERS)}; got {text!r}")
+    return values
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", nargs="?", default=str(DEFAULT_MODEL_DIR),
                         help="base or version directory of the export (default: models/en-fr)")
-    parser.add_argument("--dev", type=Path, default=data_dir() / "anki-fra-eng" / "dev.tsv",
-                        help="English<TAB>French file (default: anki-fra-eng/dev.tsv in "
-                             f"${DATA_DIR_ENV}, else in ../shared/data beside the checkout)")
-    parser.add_argument("--limit", type=int, default=256,
-                        help="at most this many sentences per setting (default: 256)")
+    parser.add_argument("--sentences", type=Path, default=TRAFFIC_MIX, help=SENTENCES_HELP)
+    parser.add_argument("--limit", type=int, default=0,
+                        help="translate only the first N lines (default: all)")
     parser.add_argument("--beams", type=int_list, default=[1, 5], help="e.g. 1,5")
-    parser.add_argument("--batches", type=int_list, default=[1, 64], help="e.g. 1,64")
+    parser.add_argument("--batches", type=int_list, default=[64], help="e.g. 1,64")
+    parser.add_argument("--orders", type=order_list, default=list(ORDERS),
+                        help="file and/or sorted (default: both)")
     args = parser.parse_args()
-    if args.limit < 1:
-        parser.error(f"--limit must be at least 1; got {args.limit}")
+    if args.limit < 0:
+        parser.error(f"--limit must be 0 (all) or positive; got {args.limit}")
 
-    sources = read_sources(args.dev)[: args.limit]
+    sentences = read_sentences(args.sentences)
+    if args.limit:
+        sentences = sentences[: args.limit]
     try:
         translator = Translator.load(args.model)
     except FileNotFoundError as error:
         raise SystemExit(
             f"{error}; export a model first (nmt export) or pass its directory"
         ) from None
+    peak = matmul_peak(tf.float32)
     rows = []
     for beam in args.beams:
         for batch in args.batches:
-            result = time_setting(translator, sources, beam, batch)
-            rows.append(
-                f"| {beam} | {batch} | {result['sentences']} | {result['sentences_per_s']:,.1f} | "
-                f"{result['tokens_per_s']:,.0f} | {result['peak_rss_mb']:,.0f} |"
-            )
-            print(rows[-1], file=sys.stderr, flush=True)  # progress
+            for order in args.orders:
+                r = time_setting(translator, in_order(sentences, order), beam, batch)
+                rows.append(
+                    f"| {beam} | {batch} | {order} | {r['sentences']} | "
+                    f"{r['sentences_per_s']:,.1f} | {r['tokens_per_s']:,.0f} | "
+                    f"{r['gflops']:,.1f} | {r['gflops'] / peak:.1%} | {r['peak_rss_mb']:,.0f} |"
+                )
+                print(rows[-1], file=sys.stderr, flush=True)  # progress
 
     info = translator.info
-    print(f"model: {info.path} ({info.name}, {info.attention}), dev: {args.dev.name}")
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, TensorFlow {tf.__version__}, "
-          f"Python {platform.python_version()}")
-    print("\n| beam | batch | sentences | sentences/s | target tokens/s | peak RSS (MB) |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print(f"model: {info.path} ({info.name}, {info.attention}), sentences: {args.sentences}")
+    print(f"machine: {machine()}, TensorFlow {tf.__version__}; "
+          f"float32 matmul peak {peak:,.0f} GFLOP/s")
+    print("\n| beam | batch | order | sentences | sentences/s | target tokens/s | "
+          "useful GFLOP/s | of peak | peak RSS (MB) |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
 
 

@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -33,12 +32,11 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
+from bench.inputs import TRAFFIC_MIX, machine  # noqa: E402
 from nmt.corpus import read_lines  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
-from nmt.paths import data_dir  # noqa: E402
 from nmt_api.client import AsyncTranslationClient, TranslationClient  # noqa: E402
 from serving.testing import free_port  # noqa: E402
-from training.machine import cpu_model  # noqa: E402
 
 SENTENCES = [
     "Hello.", "How are you?", "I am hungry.", "Where is the station?", "It is raining today.",
@@ -50,14 +48,6 @@ SENTENCES = [
     "I have never seen this film.", "We should leave before it gets dark.",
     "Could you tell me where the museum is?",
 ]
-
-
-TRAFFIC_MIX = data_dir() / "out-of-domain" / "traffic-mix.en"
-
-
-def machine() -> str:
-    return (f"{cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-            f"{platform.system()}")
 
 
 def rss_mb(pid: int) -> float:

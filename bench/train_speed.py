@@ -25,47 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import tensorflow as tf  # noqa: E402
 
+from bench.flops import forward_macs, matmul_peak  # noqa: E402
 from nmt.corpus import read_pairs  # noqa: E402
 from nmt.datasets import make_train_dataset  # noqa: E402
 from nmt.encoding import encode_pairs  # noqa: E402
-from nmt.model import ModelConfig  # noqa: E402
 from nmt.tokenizer import train_tokenizers  # noqa: E402
 from training.config import load_config, parse_overrides  # noqa: E402
 from training.machine import cpu_model  # noqa: E402
 from training.train import Trainer  # noqa: E402
-
-
-def matmul_peak(dtype: tf.DType, n: int = 2048, repeats: int = 20) -> float:
-    """Measured GFLOP/s of an n x n matrix multiply."""
-    a = tf.random.normal([n, n], dtype=tf.float32)
-    a = tf.cast(a, dtype)
-    product = tf.function(lambda x: tf.matmul(x, x))
-    product(a).numpy()
-    started = time.perf_counter()
-    for _ in range(repeats):
-        result = product(a)
-    result.numpy()
-    return 2 * n**3 * repeats / (time.perf_counter() - started) / 1e9
-
-
-def forward_macs(config: ModelConfig, source_len: int, target_len: int) -> float:
-    """Multiply-adds of one sentence pair's forward pass, from the layer shapes."""
-    e, h, v = config.embedding_dim, config.hidden_dim, config.target_vocab_size
-    half = h // 2
-    encoder = 2 * 4 * half * (e + half) + (config.encoder_layers - 1) * 2 * 4 * half * (h + half)
-    decoder_in = e + (e if config.decoder == "luong" and config.input_feeding else 0)
-    decoder_in += h if config.decoder == "bahdanau" else 0
-    rnn = 4 * h * (decoder_in + h) + (config.decoder_layers - 1) * 4 * h * (2 * h)
-    if config.attention in ("bahdanau", "concat"):
-        keys, per_query = h * config.attention_units, h * config.attention_units
-        per_query += source_len * config.attention_units  # v^T tanh(...) over the source
-    else:
-        keys = h * h if config.attention == "general" else 0
-        per_query = 0
-    attention = per_query + 2 * source_len * h  # scores and context
-    combine = (2 * h * e) if config.decoder == "luong" else (h + h + e) * e
-    output = e * v
-    return source_len * (encoder + keys) + target_len * (rnn + attention + combine + output)
 
 
 def time_steps(trainer: Trainer, batches: list) -> tuple[float, float, float]:

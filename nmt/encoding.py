@@ -95,7 +95,8 @@ class EncodedCorpus:
         source: source ids, each sequence ending with EOS.
         target: target ids without BOS or EOS (the pipeline adds them).
         indices: `(num_pairs,)` int64, the index of each kept pair in the
-            pairs given to `encode_pairs`.
+            pairs given to `encode_pairs`; -1 for the examples that
+            `concatenate_examples` adds.
         dropped: pairs left out because a side was longer than allowed.
         alignments: for guided alignment, each pair's links as the flat
             list `[i0, j0, i1, j1, ...]` of (source piece, target piece)
@@ -179,6 +180,83 @@ def encode_pairs(
             max_tokens_per_sentence,
         )
     return EncodedCorpus(source.take(indices), target.take(indices), indices, dropped)
+
+
+def concatenate_examples(
+    corpus: EncodedCorpus,
+    *,
+    count: int,
+    max_pairs: int,
+    max_tokens_per_sentence: int,
+    seed: int,
+) -> EncodedCorpus:
+    """The corpus with `count` more examples, each 2 to `max_pairs` random pairs joined.
+
+    Short training sentences teach attention nothing about long inputs: a model
+    trained on them drifts after twenty words. A joined example is what the
+    tokenizer makes of the pairs' texts separated by a space (pieces of a new
+    sentence start with a word boundary), so it is a real long pair: its
+    source is the members' sources without their inner EOS, its target the
+    members' targets, and its guided-alignment links are the members' links
+    shifted by the lengths before them. The draw depends on `seed` only, so a
+    resumed run sees the same examples. Joined examples longer than
+    `max_tokens_per_sentence` on either side are not added.
+
+    Args:
+        corpus: the encoded training corpus (with or without alignments).
+        count: joined examples to draw (0 returns `corpus`).
+        max_pairs: the most pairs in one joined example (>= 2).
+        max_tokens_per_sentence: as for `encode_pairs`.
+        seed: the run's seed.
+
+    Returns:
+        A new `EncodedCorpus`: the original examples, then the joined ones
+        (`indices` -1).
+    """
+    if count < 0 or max_pairs < 2:
+        raise ValueError(
+            "count must be >= 0 and max_pairs >= 2. Received: "
+            f"count={count!r}, max_pairs={max_pairs!r}"
+        )
+    if count == 0 or len(corpus) < 2:
+        return corpus
+    rng = np.random.default_rng((seed, 0x6A6F696E))  # "join": independent of epoch shuffles
+    sizes = rng.integers(2, max_pairs + 1, size=count)
+    members = rng.integers(0, len(corpus), size=int(sizes.sum()))
+    source_lengths = corpus.source.lengths - 1  # without EOS
+    target_lengths = corpus.target.lengths
+    sources, targets, links = [], [], []
+    for group in np.split(members, np.cumsum(sizes)[:-1]):
+        source_len, target_len = int(source_lengths[group].sum()) + 1, int(target_lengths[group].sum())
+        if max(source_len, target_len + 1) > max_tokens_per_sentence:
+            continue
+        sources.append(np.concatenate([corpus.source[m][:-1] for m in group] + [[EOS_ID]]))
+        targets.append(np.concatenate([corpus.target[m] for m in group]))
+        if corpus.alignments is not None:
+            source_offsets = np.cumsum(source_lengths[group]) - source_lengths[group]
+            target_offsets = np.cumsum(target_lengths[group]) - target_lengths[group]
+            shifted = []
+            for m, i0, j0 in zip(group, source_offsets, target_offsets):
+                pair_links = corpus.alignments[m].reshape(-1, 2) + np.array([i0, j0])
+                shifted.append(pair_links.reshape(-1))
+            links.append(np.concatenate(shifted))
+    added = len(sources)
+    logger.info("Added %d joined examples of 2 to %d pairs", added, max_pairs)
+    alignments = None
+    if corpus.alignments is not None:
+        alignments = _concat_ragged(corpus.alignments, RaggedIds.from_lists(links))
+    return EncodedCorpus(
+        _concat_ragged(corpus.source, RaggedIds.from_lists(sources)),
+        _concat_ragged(corpus.target, RaggedIds.from_lists(targets)),
+        np.concatenate([corpus.indices, np.full(added, -1, np.int64)]),
+        corpus.dropped,
+        alignments,
+    )
+
+
+def _concat_ragged(first: RaggedIds, second: RaggedIds) -> RaggedIds:
+    splits = np.concatenate([first.row_splits, second.row_splits[1:] + first.row_splits[-1]])
+    return RaggedIds(np.concatenate([first.values, second.values]).astype(np.int32), splits)
 
 
 def _tokenize_all(tokenizer, texts: list[str], batch: int) -> RaggedIds:

@@ -29,6 +29,27 @@ class DataConfig:
     # Pharaoh links on the model's pieces, one line per training pair (guided
     # alignment); None: `nmt train` aligns the corpus itself when guidance is on.
     train_alignments: str | None = None
+    # Long examples made by joining random training pairs
+    # (`nmt.encoding.concatenate_examples`): this many per training pair,
+    # each of 2 to `join_max_pairs` pairs.
+    join_fraction: float = 0.0
+    join_max_pairs: int = 3
+
+    def __post_init__(self) -> None:
+        if isinstance(self.join_fraction, bool) or not (
+            isinstance(self.join_fraction, (int, float)) and 0 <= self.join_fraction <= 1
+        ):
+            raise ValueError(
+                "data.join_fraction must be a number from 0 to 1. "
+                f"Received: join_fraction={self.join_fraction!r}"
+            )
+        if isinstance(self.join_max_pairs, bool) or not (
+            isinstance(self.join_max_pairs, int) and self.join_max_pairs >= 2
+        ):
+            raise ValueError(
+                "data.join_max_pairs must be an integer >= 2. "
+                f"Received: join_max_pairs={self.join_max_pairs!r}"
+            )
 
 
 @dataclasses.dataclass(frozen=True)

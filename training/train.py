@@ -35,7 +35,7 @@ import yaml
 
 from nmt.corpus import clean_pairs_with_indices, read_pairs
 from nmt.datasets import make_train_dataset
-from nmt.encoding import encode_pairs
+from nmt.encoding import concatenate_examples, encode_pairs
 from nmt.evaluation import corpus_scores, group_references
 from nmt.export import TranslationModule
 from nmt.guided_alignment import guided_alignment_loss
@@ -97,6 +97,14 @@ def load_corpora(cfg: TrainConfig, run_dir: Path):
             alignments, kept[corpus.indices], corpus.source.lengths - 1,
             corpus.target.lengths, path,
         ))
+    if cfg.data.join_fraction:
+        corpus = concatenate_examples(
+            corpus,
+            count=round(cfg.data.join_fraction * len(corpus)),
+            max_pairs=cfg.data.join_max_pairs,
+            max_tokens_per_sentence=cfg.data.max_tokens_per_sentence,
+            seed=cfg.optim.seed,
+        )
     dev = read_pairs(cfg.data.dev)
     if cfg.data.dev_limit:
         dev = dev[: cfg.data.dev_limit]
@@ -440,7 +448,8 @@ def _write_summary(trainer: Trainer, run_dir: Path) -> None:
             int(trainer.state["target_tokens"]) / max(float(trainer.state["train_seconds"]), 1e-9)
         ),
         "parameters": int(trainer.model.count_params()),
-        "train_pairs": len(trainer.corpus),
+        "train_pairs": int((trainer.corpus.indices >= 0).sum()),
+        "joined_examples": int((trainer.corpus.indices < 0).sum()),
         "dev_sources": len(trainer.dev_sources),
         "machine": machine_summary(),
         "model_config": trainer.model.config.to_dict(),

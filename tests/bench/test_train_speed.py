@@ -3,7 +3,8 @@
 import numpy as np
 import yaml
 
-from bench.train_speed import forward_macs, time_steps
+from bench.flops import forward_macs
+from bench.train_speed import time_steps
 from nmt.datasets import make_train_dataset
 from nmt.encoding import encode_pairs
 from nmt.tokenizer import train_tokenizers

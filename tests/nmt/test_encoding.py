@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nmt.corpus import read_pairs
-from nmt.encoding import RaggedIds, encode_pairs
+from nmt.encoding import EncodedCorpus, RaggedIds, concatenate_examples, encode_pairs
 from nmt.tokenizer import EOS_ID
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "tiny_pairs.tsv"
@@ -80,3 +80,55 @@ def test_encode_pairs_drops_long_pairs(tokenizers, pairs):
     assert corpus.indices.tolist() == np.flatnonzero(keep).tolist()
     for row, index in enumerate(corpus.indices):
         assert corpus.source[row].tolist() == full.source[index].tolist()
+
+
+# --------------------------------------------------------------------------- joined examples
+
+
+def _small_corpus(with_alignments=True):
+    source = RaggedIds.from_lists([[10, 11, EOS_ID], [20, EOS_ID], [30, 31, 32, EOS_ID]])
+    target = RaggedIds.from_lists([[110, 111], [120, 121, 122], [130]])
+    links = RaggedIds.from_lists([[0, 0, 1, 1], [0, 2], [2, 0]])
+    return EncodedCorpus(
+        source, target, np.arange(3), 0, links if with_alignments else None
+    )
+
+
+def test_concatenate_examples_joins_pairs_and_shifts_links():
+    corpus = _small_corpus()
+    joined = concatenate_examples(corpus, count=50, max_pairs=3, max_tokens_per_sentence=100, seed=4)
+    assert len(joined) == 53
+    assert joined.indices[:3].tolist() == [0, 1, 2] and (joined.indices[3:] == -1).all()
+    for k in range(3):  # the original examples come first, unchanged
+        assert joined.source[k].tolist() == corpus.source[k].tolist()
+        assert joined.alignments[k].tolist() == corpus.alignments[k].tolist()
+    # Rebuild every joined example from the members it must be made of: a
+    # source piece's identity says which pair and position it came from.
+    sizes = set()
+    for k in range(3, len(joined)):
+        source, target = joined.source[k].tolist(), joined.target[k].tolist()
+        assert source[-1] == EOS_ID and source.count(EOS_ID) == 1
+        members = [token // 10 - 1 for token in source[:-1] if token % 10 == 0]
+        sizes.add(len(members))
+        expected_source, expected_target, expected_links = [], [], []
+        for m in members:
+            for i, j in corpus.alignments[m].reshape(-1, 2).tolist():
+                expected_links.append([i + len(expected_source), j + len(expected_target)])
+            expected_source += corpus.source[m].tolist()[:-1]
+            expected_target += corpus.target[m].tolist()
+        assert source[:-1] == expected_source and target == expected_target
+        assert joined.alignments[k].reshape(-1, 2).tolist() == expected_links
+    assert sizes == {2, 3}
+
+
+def test_concatenate_examples_respects_the_length_limit_and_is_seeded():
+    corpus = _small_corpus(with_alignments=False)
+    joined = concatenate_examples(corpus, count=40, max_pairs=4, max_tokens_per_sentence=6, seed=0)
+    added = range(3, len(joined))
+    assert 0 < len(added) < 40 and joined.alignments is None
+    assert all(len(joined.source[k]) <= 6 and len(joined.target[k]) + 1 <= 6 for k in added)
+    again = concatenate_examples(corpus, count=40, max_pairs=4, max_tokens_per_sentence=6, seed=0)
+    assert np.array_equal(again.source.values, joined.source.values)
+    assert concatenate_examples(corpus, count=0, max_pairs=2, max_tokens_per_sentence=6, seed=0) is corpus
+    with pytest.raises(ValueError, match="max_pairs"):
+        concatenate_examples(corpus, count=1, max_pairs=1, max_tokens_per_sentence=6, seed=0)

@@ -123,6 +123,21 @@ def test_guided_run_aligns_the_corpus_itself(tmp_path):
     assert sum(bool(line) for line in lines) > len(lines) // 2, "most pairs have links"
 
 
+def test_joined_examples_are_added_to_the_training_corpus(tmp_path):
+    joins = {"join_fraction": 0.5, "join_max_pairs": 3}
+    run_dir = train_module.run(write_config(tmp_path, guided=GUIDED, data=joins, max_steps=2,
+                                            eval_every=100), tmp_path / "run")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert 0 < summary["joined_examples"] <= round(0.5 * summary["train_pairs"])
+
+
+@pytest.mark.parametrize("data", [{"join_fraction": 1.5}, {"join_fraction": True},
+                                  {"join_max_pairs": 1}])
+def test_join_settings_are_checked(tmp_path, data):
+    with pytest.raises(ValueError, match=next(iter(data))):
+        load_config(write_config(tmp_path, data=data))
+
+
 def test_guidance_changes_the_update(tmp_path):
     plain = train_module.run(write_config(tmp_path, "plain", max_steps=3, eval_every=100),
                              tmp_path / "plain")

@@ -1,0 +1,32 @@
+"""What the benchmarks translate: the traffic mix by default, or any sentences file."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+from nmt.paths import DATA_DIR_ENV, data_dir
+from training.machine import cpu_model
+
+# 2,000 lines: Anki test sentences, image captions and news-discussion comments,
+# mean 9.8 words (see ../shared/data/README.md).
+TRAFFIC_MIX = data_dir() / "out-of-domain" / "traffic-mix.en"
+SENTENCES_HELP = (
+    "one English sentence a line; for an English<TAB>French file the English side is used "
+    f"(default: out-of-domain/traffic-mix.en in ${DATA_DIR_ENV}, else in ../shared/data "
+    "beside the checkout)"
+)
+
+
+def read_sentences(path: Path) -> list[str]:
+    """The non-empty lines of `path` in file order (English side of a TSV)."""
+    if not path.is_file():
+        raise SystemExit(f"No sentences file at {path}; pass --sentences PATH")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line.split("\t", 1)[0].strip() for line in lines if line.strip()]
+
+
+def machine() -> str:
+    return (f"{cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+            f"{platform.system()}")
