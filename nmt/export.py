@@ -178,12 +178,25 @@ def _dense(ids: tf.RaggedTensor) -> tf.Tensor:
     return tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]])
 
 
+# How an exported graph computes: `float32`, or `bfloat16` matrix products (float32
+# weights, Keras' mixed_bfloat16 policy; AMX or AVX512-BF16 make them faster on CPU).
+EXPORT_PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+
+
 def build_module(config: ModelConfig, tokenizers: TokenizerPair,
-                 metadata: dict | None = None) -> TranslationModule:
-    """A fresh (untrained) model wrapped in a `TranslationModule`."""
-    model = Seq2Seq(config)
+                 metadata: dict | None = None, precision: str = "float32") -> TranslationModule:
+    """A fresh (untrained) model wrapped in a `TranslationModule`.
+
+    Args:
+        precision: a key of `EXPORT_PRECISIONS`; recorded in the metadata.
+    """
+    if precision not in EXPORT_PRECISIONS:
+        raise ValueError(
+            f"precision must be one of {tuple(EXPORT_PRECISIONS)}. Received: {precision!r}"
+        )
+    model = Seq2Seq(config, dtype=EXPORT_PRECISIONS[precision])
     model.build_for()
-    return TranslationModule(model, tokenizers, metadata)
+    return TranslationModule(model, tokenizers, {**(metadata or {}), "precision": precision})
 
 
 def export_saved_model(module: TranslationModule, base_dir: str | os.PathLike,
@@ -233,18 +246,24 @@ def read_metadata(version_dir: str | os.PathLike) -> dict:
     return json.loads((Path(version_dir) / METADATA_PATH).read_text())
 
 
-def module_from_export(version_dir: str | os.PathLike) -> TranslationModule:
-    """Rebuilds a `TranslationModule` from an export (to re-export without retraining)."""
+def module_from_export(version_dir: str | os.PathLike,
+                       precision: str | None = None) -> TranslationModule:
+    """Rebuilds a `TranslationModule` from an export (to re-export without retraining).
+
+    Args:
+        precision: as for `build_module`; None keeps the export's own.
+    """
     version_dir = Path(version_dir)
     metadata = read_metadata(version_dir)
     config = ModelConfig.from_dict(metadata.pop("model_config"))
+    precision = precision or metadata.get("precision", "float32")
     loaded = tf.saved_model.load(str(version_dir))
     tokenizers = TokenizerPair(
         source=SubwordTokenizer(_asset_bytes(loaded.source_tokenizer), "en"),
         target=SubwordTokenizer(_asset_bytes(loaded.target_tokenizer), "fr"),
         joint=False,
     )
-    module = build_module(config, tokenizers, metadata)
+    module = build_module(config, tokenizers, metadata, precision)
     checkpoint = tf.train.Checkpoint(model_weights=module.model_weights)
     status = checkpoint.read(str(version_dir / "variables" / "variables"))
     status.expect_partial().assert_existing_objects_matched()

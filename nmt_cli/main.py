@@ -82,6 +82,9 @@ def _add_export(sub) -> None:
     p.add_argument("--average", type=int, default=0, metavar="N",
                    help="with --run: export the mean of the last N checkpoints instead of the "
                         "best dev-BLEU weights")
+    p.add_argument("--precision", choices=("float32", "bfloat16"),
+                   help="compute in float32 (the default with --run) or with bfloat16 matrix "
+                        "products; with --from-export, defaults to the export's own")
     p.add_argument("--metadata", help="JSON file of extra metadata (scores, attribution)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing version (e.g. re-export after a format change)")
@@ -100,7 +103,8 @@ def _export(args) -> int:
     if args.run:
         if version is None:
             raise ValueError("--version is required with --run, e.g. --version 3")
-        module = module_from_run(Path(args.run), extra, average=args.average)
+        module = module_from_run(Path(args.run), extra, average=args.average,
+                                 precision=args.precision or "float32")
     else:
         if args.average:
             raise ValueError("--average reads a run's checkpoints: use it with --run")
@@ -109,7 +113,7 @@ def _export(args) -> int:
             if not source.name.isdigit():
                 raise ValueError(f"{source} is not a numbered version: pass --version N")
             version = int(source.name)
-        module = module_from_export(source)
+        module = module_from_export(source, args.precision)
         for key, value in extra.items():  # scores from several evaluations add up
             if isinstance(value, dict) and isinstance(module.metadata.get(key), dict):
                 module.metadata[key] = {**module.metadata[key], **value}

@@ -8,7 +8,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from nmt.export import TranslationModule
+from nmt.export import TranslationModule, build_module
 from nmt.model import Seq2Seq
 from nmt.tokenizer import TokenizerPair
 from training.config import load_config
@@ -16,16 +16,17 @@ from training.train import model_config, restore_best
 
 
 def module_from_run(run_dir: Path, metadata: dict | None = None,
-                    average: int = 0) -> TranslationModule:
-    """A float32 model of a run: its best dev-BLEU weights (latest if none yet), or,
-    with `average=N`, the mean of its last N checkpoints."""
+                    average: int = 0, precision: str = "float32") -> TranslationModule:
+    """A model of a run: its best dev-BLEU weights (latest if none yet), or, with
+    `average=N`, the mean of its last N checkpoints; computing in `precision`
+    (see `nmt.export.build_module`)."""
     if not (run_dir / "config.yaml").exists():
         raise FileNotFoundError(f"{run_dir} is not a training run (no config.yaml)")
     cfg = load_config(run_dir / "config.yaml")
     tokenizers = TokenizerPair.load(run_dir / "tokenizer")
-    keras.mixed_precision.set_global_policy("float32")  # serve in float32 on any device
-    model = Seq2Seq(model_config(cfg, tokenizers))
-    model.build_for()
+    keras.mixed_precision.set_global_policy("float32")  # whatever the run trained in
+    module = build_module(model_config(cfg, tokenizers), tokenizers, precision=precision)
+    model = module.model
     weights: dict = {}
     if average:
         weights["averaged_checkpoints"] = average_checkpoints(model, run_dir, average)
@@ -37,9 +38,11 @@ def module_from_run(run_dir: Path, metadata: dict | None = None,
     summary_path = run_dir / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     summary.pop("model_config", None)
-    info = {"name": cfg.name, "attention": model.config.architecture_name(), "training": summary,
-            **weights, **(metadata or {})}
-    return TranslationModule(model, tokenizers, info)
+    module.metadata.update({
+        "name": cfg.name, "attention": model.config.architecture_name(), "training": summary,
+        **weights, **(metadata or {}),
+    })
+    return module
 
 
 def average_checkpoints(model: Seq2Seq, run_dir: Path, count: int) -> list[int]:

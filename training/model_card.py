@@ -71,6 +71,14 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _joined(summary: dict) -> str:
+    joined = summary.get("joined_examples")
+    if not joined:
+        return "- No joined examples: the model saw the training pairs as they are."
+    return (f"- {joined:,} long examples made by joining 2 to `data.join_max_pairs` random "
+            "training pairs (`data.join_fraction`), so that attention meets long inputs.")
+
+
 def _guidance(summary: dict) -> str:
     guide = summary.get("guided_alignment") or {}
     if guide.get("type", "none") == "none":
@@ -125,7 +133,8 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         f"{model['tie_embeddings']}).",
         f"- Joint SentencePiece vocabulary of {model['target_vocab_size']} pieces, "
         "applied inside the graph (tensorflow-text).",
-        f"- {summary['parameters']:,} parameters; the export is {_size_mb(export):.1f} MB.",
+        f"- {summary['parameters']:,} parameters; the export is {_size_mb(export):.1f} MB "
+        f"and computes in {metadata.get('precision', 'float32')}.",
         "",
         "## Data",
         "",
@@ -133,6 +142,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "deduplicated and split so that no dev/test sentence occurs in training "
         f"(`train.tsv`{_count(summary, 'train_pairs', ' pairs used after cleaning')}); "
         f"model selection on `dev.tsv`{_count(summary, 'dev_sources', ' distinct sources')}.",
+        _joined(summary),
         f"- Licence: CC-BY 2.0 France. Attribution: \"{ATTRIBUTION}\".",
         "- Alignment evaluation: the Alibi English–French gold word alignments "
         "(522 pairs from five literary short stories), CC-BY-SA 4.0.",

@@ -366,3 +366,37 @@ def test_cli_export_from_a_run_needs_a_version(tmp_path, capsys):
 
     assert main(["export", "--run", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
     assert "--version is required" in capsys.readouterr().err
+
+
+def matmul_dtypes(version_dir: Path) -> set[int]:
+    """The `T` attribute of every matrix product in the export's functions."""
+    found = set()
+    for meta_graph in saved_model_proto(version_dir).meta_graphs:
+        for function in meta_graph.graph_def.library.function:
+            for node in function.node_def:
+                if node.op in ("MatMul", "BatchMatMulV2", "BatchMatMulV3"):
+                    found.add(node.attr["T"].type if "T" in node.attr else node.attr["Ta"].type)
+    return found
+
+
+def test_bfloat16_reexport_multiplies_in_bfloat16_with_the_same_ops(exports, tmp_path):
+    from nmt_cli.main import main
+
+    assert main(["export", "--from-export", str(exports["first"]), "--out", str(tmp_path),
+                 "--precision", "bfloat16"]) == 0
+    version = tmp_path / exports["first"].name
+    assert read_metadata(version)["precision"] == "bfloat16"
+    assert read_metadata(exports["first"])["precision"] == "float32"
+    assert tf.bfloat16.as_datatype_enum in matmul_dtypes(version)
+    assert tf.bfloat16.as_datatype_enum not in matmul_dtypes(exports["first"])
+    assert graph_ops(version) <= graph_ops(exports["first"])  # the checked op list holds
+    loaded = tf.saved_model.load(str(version))
+    out = loaded.signatures["serving_default"](sentences=tf.constant(BATCHES["mixed"]))
+    assert out["alignments"].dtype == tf.float32
+    rows = out["alignments"].numpy().sum(-1)  # (batch, T): attention rows sum to one
+    for i, length in enumerate(out["target_lengths"].numpy()):
+        np.testing.assert_allclose(rows[i, :length], 1.0, atol=2e-2)
+    # Re-exporting keeps the export's own precision unless told otherwise.
+    again = tmp_path / "again"
+    assert main(["export", "--from-export", str(version), "--out", str(again)]) == 0
+    assert read_metadata(again / version.name)["precision"] == "bfloat16"

@@ -12,7 +12,7 @@ def test_card_reports_measured_figures(tmp_path):
     (run / "summary.json").write_text(json.dumps({
         "name": "en-fr", "steps": 1234, "epochs_completed": 3, "train_seconds": 5400.0,
         "parameters": 7306048, "tensorflow": "2.21.0", "python": "3.11.7",
-        "train_pairs": 161958, "dev_sources": 1412,
+        "train_pairs": 161958, "dev_sources": 1412, "joined_examples": 16190,
         "machine": {"cpu": "Test CPU 9000", "cores": 2, "accelerators": []},
         "guided_alignment": {"type": "ce", "weight": 0.5, "symmetrization": "intersection"},
     }))
@@ -24,7 +24,7 @@ def test_card_reports_measured_figures(tmp_path):
     export = tmp_path / "models" / "3"
     (export / METADATA_PATH).parent.mkdir(parents=True)
     (export / METADATA_PATH).write_text(json.dumps({
-        "attention": "luong-general",
+        "attention": "luong-general", "precision": "bfloat16",
         "model_config": {"encoder_layers": 2, "decoder_layers": 1, "cell": "lstm",
                          "hidden_dim": 512, "embedding_dim": 256, "share_embeddings": True,
                          "tie_embeddings": True, "target_vocab_size": 8000},
@@ -51,6 +51,8 @@ def test_card_reports_measured_figures(tmp_path):
     assert "`ce` loss with weight 0.5" in card and "intersection" in card
     assert "| BLEU / chrF, Captions | 20.00 / 45.50 |" in card
     assert "best dev BLEU" in card and "--average" not in card
+    assert "16,190 long examples made by joining" in card
+    assert "computes in bfloat16" in card
 
 
 def test_card_of_an_averaged_export_says_so(tmp_path):
@@ -74,3 +76,4 @@ def test_card_of_an_averaged_export_says_so(tmp_path):
     assert "--version 3 --average 2" in card
     assert "a machine the run did not record" in card
     assert "No guided alignment" in card
+    assert "No joined examples" in card and "computes in float32" in card
