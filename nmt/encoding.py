@@ -227,8 +227,9 @@ def concatenate_examples(
     target_lengths = corpus.target.lengths
     sources, targets, links = [], [], []
     for group in np.split(members, np.cumsum(sizes)[:-1]):
-        source_len, target_len = int(source_lengths[group].sum()) + 1, int(target_lengths[group].sum())
-        if max(source_len, target_len + 1) > max_tokens_per_sentence:
+        source_len = int(source_lengths[group].sum()) + 1  # with EOS
+        target_len = int(target_lengths[group].sum()) + 1  # with BOS
+        if max(source_len, target_len) > max_tokens_per_sentence:
             continue
         sources.append(np.concatenate([corpus.source[m][:-1] for m in group] + [[EOS_ID]]))
         targets.append(np.concatenate([corpus.target[m] for m in group]))
@@ -236,7 +237,7 @@ def concatenate_examples(
             source_offsets = np.cumsum(source_lengths[group]) - source_lengths[group]
             target_offsets = np.cumsum(target_lengths[group]) - target_lengths[group]
             shifted = []
-            for m, i0, j0 in zip(group, source_offsets, target_offsets):
+            for m, i0, j0 in zip(group, source_offsets, target_offsets, strict=True):
                 pair_links = corpus.alignments[m].reshape(-1, 2) + np.array([i0, j0])
                 shifted.append(pair_links.reshape(-1))
             links.append(np.concatenate(shifted))

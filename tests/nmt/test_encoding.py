@@ -96,7 +96,9 @@ def _small_corpus(with_alignments=True):
 
 def test_concatenate_examples_joins_pairs_and_shifts_links():
     corpus = _small_corpus()
-    joined = concatenate_examples(corpus, count=50, max_pairs=3, max_tokens_per_sentence=100, seed=4)
+    joined = concatenate_examples(
+        corpus, count=50, max_pairs=3, max_tokens_per_sentence=100, seed=4
+    )
     assert len(joined) == 53
     assert joined.indices[:3].tolist() == [0, 1, 2] and (joined.indices[3:] == -1).all()
     for k in range(3):  # the original examples come first, unchanged
@@ -129,6 +131,8 @@ def test_concatenate_examples_respects_the_length_limit_and_is_seeded():
     assert all(len(joined.source[k]) <= 6 and len(joined.target[k]) + 1 <= 6 for k in added)
     again = concatenate_examples(corpus, count=40, max_pairs=4, max_tokens_per_sentence=6, seed=0)
     assert np.array_equal(again.source.values, joined.source.values)
-    assert concatenate_examples(corpus, count=0, max_pairs=2, max_tokens_per_sentence=6, seed=0) is corpus
+    unchanged = concatenate_examples(corpus, count=0, max_pairs=2, max_tokens_per_sentence=6,
+                                     seed=0)
+    assert unchanged is corpus
     with pytest.raises(ValueError, match="max_pairs"):
         concatenate_examples(corpus, count=1, max_pairs=1, max_tokens_per_sentence=6, seed=0)

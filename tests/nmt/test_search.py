@@ -37,7 +37,7 @@ def bigram_step(log_probs: np.ndarray, attention: np.ndarray | None = None):
         attention = np.full((len(LETTERS), 2), 0.5, np.float32)
     log_probs, attention = tf.constant(log_probs), tf.constant(attention, tf.float32)
 
-    def step_fn(tokens, state):
+    def step_fn(tokens, state, context):
         return tf.gather(log_probs, tokens), state + 1, tf.gather(attention, tokens)
 
     return step_fn
@@ -155,7 +155,7 @@ class HashModel:
     def next_hash(h, token):
         return (h * 31 + token + 1) % BUCKETS
 
-    def step_fn(self, tokens, state):
+    def step_fn(self, tokens, state, context=()):
         h = self.next_hash(state, tokens)
         return tf.gather(self.log_probs, h), h, tf.gather(self.attention, h)
 
@@ -259,7 +259,7 @@ def test_attention_follows_the_back_pointers():
     # unlikely so that hypotheses are long and beams get reordered often.
     model, inputs, max_length = HashModel(vocab=5, width=1, seed=11), 6, 6
 
-    def step_fn(tokens, state):
+    def step_fn(tokens, state, context):
         h, step = state
         log_probs, h, _ = model.step_fn(tokens, h)
         log_probs -= 5.0 * tf.one_hot(0, 5)  # (B*K, V)
@@ -288,6 +288,42 @@ def test_attention_follows_the_back_pointers():
         )
 
 
+def test_sentences_searched_together_equal_sentences_searched_alone():
+    """Sentences leave the batch as their search ends (here at very different
+    steps); the others' beams, states, per-sentence context and attention rows
+    must stay theirs. The context shifts each sentence's log-probabilities."""
+    model = HashModel(vocab=6, width=5, seed=3)
+    shifts = np.random.default_rng(1).normal(size=(4, 6)).astype(np.float32)
+
+    def step_fn(tokens, h, shift):
+        log_probs, h, attention = model.step_fn(tokens, h)
+        return tf.nn.log_softmax(log_probs + shift), h, attention
+
+    def search(sentences, beam_size):
+        return beam_search(
+            step_fn,
+            tile_beams(tf.constant([7 * b for b in sentences], tf.int32), beam_size),
+            batch_size=len(sentences), beam_size=beam_size,
+            max_lengths=tf.constant([[2, 9, 1, 6][b] for b in sentences]),
+            source_lengths=tf.constant([[5, 3, 4, 5][b] for b in sentences]),
+            bos_id=5, eos_id=0, n_best=beam_size, coverage_penalty=0.2,
+            context=tile_beams(tf.constant(shifts[sentences]), beam_size),
+        )
+
+    for beam_size in (1, 3):
+        together = search([0, 1, 2, 3], beam_size)
+        for b in range(4):
+            alone = search([b], beam_size)
+            steps = int(tf.reduce_max(alone.lengths))
+            for name in ("lengths", "scores", "log_probs"):
+                np.testing.assert_allclose(getattr(together, name)[b], getattr(alone, name)[0],
+                                           rtol=1e-6, err_msg=f"{name} of sentence {b}")
+            np.testing.assert_array_equal(together.tokens[b, :, :steps], alone.tokens[0])
+            np.testing.assert_allclose(together.attention[b, :, :steps], alone.attention[0],
+                                       rtol=1e-6)
+            assert not np.any(together.tokens[b, :, steps:])
+
+
 def test_dynamic_shapes_and_sizes_inside_tf_function():
     model = HashModel(vocab=7, width=1, seed=5)
 
@@ -303,9 +339,7 @@ def test_dynamic_shapes_and_sizes_inside_tf_function():
         ]
     )
     def translate(starts, memory, max_lengths, source_lengths, beam_size, n_best, beta):
-        tiled_memory = tile_beams(memory, beam_size)  # (B*K, S)
-
-        def step_fn(tokens, h):
+        def step_fn(tokens, h, tiled_memory):  # memory: (A*K, S)
             log_probs, h, _ = model.step_fn(tokens, h)
             weights = tf.nn.softmax(tiled_memory * tf.cast(h[:, None] % 5, tf.float32), axis=-1)
             return log_probs, h, weights
@@ -321,6 +355,7 @@ def test_dynamic_shapes_and_sizes_inside_tf_function():
             eos_id=1,
             coverage_penalty=beta,
             n_best=n_best,
+            context=tile_beams(memory, beam_size),
         )
 
     rng = np.random.default_rng(0)
