@@ -44,6 +44,13 @@ class AlignmentReport:
     scores: AlignmentScores
     sentences: int
     word_count_mismatches: int
+    # Scores of the pairs whose source has a number of words in each range of
+    # `LENGTH_BUCKETS` (attention drifts on long sentences); empty ranges left out.
+    by_length: dict[str, AlignmentScores] = dataclasses.field(default_factory=dict)
+
+
+# Source length ranges, in words, for `AlignmentReport.by_length`: (label, lowest, highest).
+LENGTH_BUCKETS = (("1-9", 1, 9), ("10-19", 10, 19), ("20-39", 20, 39), ("40+", 40, None))
 
 
 def translate_all(translator: Translator, sentences: Sequence[str], options: DecodeOptions,
@@ -95,4 +102,14 @@ def score_alignments(translator: Translator, gold: Sequence[AlignedPair],
             mismatches += len(result.text.split()) != len(pair.target_words)
             predicted.append(set(result.word_alignment))
     scores = alignment_scores(predicted, [p.sure for p in gold], [p.possible for p in gold])
-    return AlignmentReport(scores=scores, sentences=len(gold), word_count_mismatches=mismatches)
+    by_length = {}
+    for label, lowest, highest in LENGTH_BUCKETS:
+        members = [k for k, pair in enumerate(gold)
+                   if lowest <= len(pair.source_words) <= (highest or len(pair.source_words))]
+        if members:
+            by_length[label] = alignment_scores(
+                [predicted[k] for k in members], [gold[k].sure for k in members],
+                [gold[k].possible for k in members],
+            )
+    return AlignmentReport(scores=scores, sentences=len(gold), word_count_mismatches=mismatches,
+                           by_length=by_length)

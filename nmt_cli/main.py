@@ -313,8 +313,12 @@ def _evaluate(args) -> int:
         s = report.scores
         print(f"AER {s.aer:.3f}  precision {s.precision:.3f}  recall {s.recall:.3f}  "
               f"({report.sentences} pairs, {report.word_count_mismatches} word-count mismatches)")
+        by_length = {label: round(b.aer, 4) for label, b in report.by_length.items()}
+        print("  AER by source words: "
+              + ", ".join(f"{label} {aer:.3f}" for label, aer in by_length.items()))
         results["alignment"] = {"aer": round(s.aer, 4), "precision": round(s.precision, 4),
-                                "recall": round(s.recall, 4), "pairs": report.sentences}
+                                "recall": round(s.recall, 4), "pairs": report.sentences,
+                                "aer_by_source_words": by_length}
     scores = {}
     if "translation" in results:
         scores["test_bleu"] = results["translation"]["bleu"]
