@@ -99,8 +99,9 @@ class _Beams(NamedTuple):
     """While-loop state. L is the largest length limit of the batch.
 
     A is the number of sentences still searched (B at the start): the fields
-    marked (A...) hold only them, in the order of `sentences`. Finished
-    hypotheses and attention rows are kept for all B sentences.
+    marked (A...) hold only them, in the order of `sentences`. When sentences
+    leave, their finished hypotheses move to `results`; attention rows are
+    written for all B sentences.
     """
 
     step: tf.Tensor  # ()
@@ -112,11 +113,12 @@ class _Beams(NamedTuple):
     alive_tokens: tf.Tensor  # (A, K, L)
     alive_rows: tf.Tensor  # (A, K, L) beam whose attention row each step used
     coverage: tf.Tensor  # (A*K, S) attention summed over past steps
-    finished_tokens: tf.Tensor  # (B, K, L)
-    finished_rows: tf.Tensor  # (B, K, L)
-    finished_scores: tf.Tensor  # (B, K), sorted, -inf for empty slots
-    finished_log_probs: tf.Tensor  # (B, K)
-    finished_lengths: tf.Tensor  # (B, K)
+    finished_tokens: tf.Tensor  # (A, K, L)
+    finished_rows: tf.Tensor  # (A, K, L)
+    finished_scores: tf.Tensor  # (A, K), sorted, -inf for empty slots
+    finished_log_probs: tf.Tensor  # (A, K)
+    finished_lengths: tf.Tensor  # (A, K)
+    results: dict  # the finished_* fields of all B sentences, filled as sentences leave
     attention: tf.TensorArray  # T x (B*K, S), zero rows for sentences that left
     model_state: Nested  # leaves (A*K, ...), reordered along the beams every step
     context: Nested  # leaves (A*K, ...), per-sentence constants
@@ -279,6 +281,9 @@ def _initial_beams(
         finished_scores=empty,
         finished_log_probs=empty,
         finished_lengths=tf.zeros([batch_size, k], tf.int32),
+        results={"finished_tokens": history, "finished_rows": history,
+                 "finished_scores": empty, "finished_log_probs": empty,
+                 "finished_lengths": tf.zeros([batch_size, k], tf.int32)},
         attention=tf.TensorArray(tf.float32, size=0, dynamic_size=True),
         model_state=model_state,
         context=context,
@@ -321,12 +326,8 @@ _FINISHED = ("finished_scores", "finished_log_probs", "finished_lengths", "finis
 def _merge_finished(
     cfg: _Config, beams: _Beams, cands: _Candidates, ends: tf.Tensor
 ) -> dict[str, tf.Tensor]:
-    """Adds the ending expansions ranked in the top K to the K finished hypotheses.
-
-    Returns:
-        The `finished_*` fields of the searched sentences only, `(A, K, ...)`.
-    """
-    old = {name: tf.gather(getattr(beams, name), beams.sentences) for name in _FINISHED}
+    """Adds the ending expansions ranked in the top K to the K finished hypotheses."""
+    old = {name: getattr(beams, name) for name in _FINISHED}
     rank = tf.range(tf.shape(cands.tokens)[1])[None, :]  # (1, C)
     admitted = ends & (rank < cfg.beam_size) & (cands.log_probs > _NEG_INF)  # (A, C)
     lp = gnmt_length_penalty(beams.step + 1, cfg.alpha)
@@ -367,8 +368,16 @@ def _sentence_rows(sentences: tf.Tensor, beam_size: tf.Tensor) -> tf.Tensor:
 
 
 _BY_SENTENCE = ("sentences", "max_lengths", "source_lengths", "alive_log_probs", "alive_tokens",
-                "alive_rows")
+                "alive_rows", *_FINISHED)
 _BY_ROW = ("last_tokens", "coverage", "model_state", "context")
+
+
+def _store_results(beams: _Beams, leaving: tf.Tensor) -> dict:
+    """`results` with the finished hypotheses of the sentences marked in `leaving` (A,)."""
+    at = tf.boolean_mask(beams.sentences, leaving)[:, None]  # (leaving, 1)
+    return {name: tf.tensor_scatter_nd_update(
+                beams.results[name], at, tf.boolean_mask(getattr(beams, name), leaving))
+            for name in _FINISHED}
 
 
 def _drop_ended(cfg: _Config, beams: _Beams) -> _Beams:
@@ -376,7 +385,7 @@ def _drop_ended(cfg: _Config, beams: _Beams) -> _Beams:
     searched = tf.reduce_any(beams.alive_log_probs > _NEG_INF, axis=1)  # (A,)
 
     def unchanged() -> dict:
-        return {name: getattr(beams, name) for name in _BY_SENTENCE + _BY_ROW}
+        return {name: getattr(beams, name) for name in (*_BY_SENTENCE, *_BY_ROW, "results")}
 
     def drop() -> dict:
         keep = tf.cast(tf.reshape(tf.where(searched), [-1]), tf.int32)  # (A',)
@@ -385,6 +394,7 @@ def _drop_ended(cfg: _Config, beams: _Beams) -> _Beams:
             **{name: tf.gather(getattr(beams, name), keep) for name in _BY_SENTENCE},
             **{name: tf.nest.map_structure(lambda t: tf.gather(t, rows), getattr(beams, name))
                for name in _BY_ROW},
+            "results": _store_results(beams, tf.logical_not(searched)),
         }
 
     # Most steps end no sentence: the gathers (the context holds the encoder
@@ -405,8 +415,7 @@ def _search_step(step_fn: StepFn, cfg: _Config, beams: _Beams) -> _Beams:
     alive_log_probs, keep = _select_alive(cfg, beams, cands, ends, finished["finished_scores"])
     parents = flat_beam_indices(gather_beams(cands.parents, keep), cfg.beam_size)  # (A*K,)
     alive_tokens = gather_beams(cands.tokens, keep)  # (A, K)
-    at = beams.sentences[:, None]  # (A, 1) scatter indices into the whole batch
-    rows = _sentence_rows(beams.sentences, cfg.beam_size)[:, None]  # (A*K, 1)
+    rows = _sentence_rows(beams.sentences, cfg.beam_size)[:, None]  # (A*K, 1) in the batch
     all_rows = tf.stack([cfg.batch_size * cfg.beam_size, tf.shape(attention)[1]])
     beams = beams._replace(
         step=beams.step + 1,
@@ -417,8 +426,7 @@ def _search_step(step_fn: StepFn, cfg: _Config, beams: _Beams) -> _Beams:
         coverage=tf.gather(coverage, parents),
         attention=beams.attention.write(beams.step, tf.scatter_nd(rows, attention, all_rows)),
         model_state=tf.nest.map_structure(lambda s: tf.gather(s, parents), model_state),
-        **{name: tf.tensor_scatter_nd_update(getattr(beams, name), at, value)
-           for name, value in finished.items()},
+        **finished,
     )
     return _drop_ended(cfg, beams)
 
@@ -437,10 +445,11 @@ def _shape_invariants(beams: _Beams) -> _Beams:
     fields = {
         name: relaxed(value)
         for name, value in beams._asdict().items()
-        if name not in ("step", "attention", "model_state", "context")
+        if name not in ("step", "attention", "model_state", "context", "results")
     }
     return _Beams(
         step=tf.TensorShape([]), attention=None,
+        results={name: relaxed(value) for name, value in beams.results.items()},
         model_state=tf.nest.map_structure(batch_relaxed, beams.model_state),
         context=tf.nest.map_structure(batch_relaxed, beams.context),
         **fields,
@@ -449,6 +458,8 @@ def _shape_invariants(beams: _Beams) -> _Beams:
 
 def _finalize(beams: _Beams, n_best: tf.Tensor, source_lengths: tf.Tensor) -> SearchResult:
     """Cuts the n-best lists to the steps run and gathers their attention rows."""
+    # Sentences still searched when the loop stopped (it ran to the length limit).
+    beams = beams._replace(**_store_results(beams, tf.ones_like(beams.sentences, tf.bool)))
     steps = beams.step
     batch, beam_size = tf.shape(beams.finished_scores)[0], tf.shape(beams.finished_scores)[1]
     stacked = beams.attention.stack()  # (T, B*K, S)
