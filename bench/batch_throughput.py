@@ -1,7 +1,8 @@
 """Batch translation throughput: lines/s and peak memory of `nmt batch`.
 
-Generates a file of `--lines` lines (the English side of the Anki test set
-when the data directory `--data` has it, cycled, else seeded synthetic sentences),
+Generates a file of `--lines` lines (the lines of `--sentences`, by default
+the traffic mix, cycled in file order; seeded synthetic sentences when that
+file is absent),
 translates it with the batch job in this process, and prints lines/s and
 memory: the resident set after loading the model, its peak during the job
 (sampled after every window) and `ru_maxrss`. Memory stays flat when the
@@ -12,7 +13,7 @@ The server path runs the same job through `TranslateStream`, against
 `--server host:port`, or against a server started in this process on the
 same model with `--serve` (its memory is then counted with ours).
 
-    python bench/batch_throughput.py [--lines 1000000] [--model models/en-fr] [--data DIR]
+    python bench/batch_throughput.py [--lines 1000000] [--model models/en-fr] [--sentences FILE]
         [--beam-size 5] [--batch-size 64] [--window 2000] [--server HOST:PORT | --serve]
 """
 
@@ -34,28 +35,26 @@ sys.path.insert(0, str(REPO))
 
 from batch.engines import LocalEngine, ServerEngine  # noqa: E402
 from batch.job import JobConfig, run_job  # noqa: E402
+from bench.inputs import SENTENCES_HELP, TRAFFIC_MIX, read_sentences  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
-from nmt.paths import DATA_DIR_ENV, data_dir  # noqa: E402
 from nmt.types import DecodeOptions  # noqa: E402
 from training.machine import cpu_model  # noqa: E402
 
-ANKI_TEST = Path("anki-fra-eng") / "test.tsv"  # in the data directory
 _WORDS = ("the cat dog house tree is was big small red I you we like see have a an "
           "my your old new green car book city river").split()
 
 
-def sentences(data: Path) -> list[str]:
-    """Source sentences to cycle through: the Anki test set in `data`, or synthetic ones."""
-    if (data / ANKI_TEST).is_file():
-        lines = (data / ANKI_TEST).read_text(encoding="utf-8").splitlines()
-        return sorted({line.split("\t")[0] for line in lines if line})
+def sentences(path: Path) -> list[str]:
+    """Source sentences to cycle through: the lines of `path`, or synthetic ones."""
+    if path.is_file():
+        return read_sentences(path)
     rng = random.Random(0)
     return [" ".join(rng.choices(_WORDS, k=rng.randint(3, 12))).capitalize() + "."
             for _ in range(3000)]
 
 
-def write_input(path: Path, lines: int, data: Path) -> None:
-    pool = sentences(data)
+def write_input(path: Path, lines: int, source: Path) -> None:
+    pool = sentences(source)
     with open(path, "w", encoding="utf-8") as f:
         for i in range(lines):
             f.write(pool[i % len(pool)] + "\n")
@@ -90,7 +89,8 @@ def measure(name: str, engine, config: JobConfig, trace: bool) -> dict:
 
 def print_table(rows: list[dict], args) -> None:
     print(f"\n{cpu_model()}, {os.cpu_count()} cores; beam {args.beam_size}, batch "
-          f"{args.batch_size}, window {args.window}; model {args.model}")
+          f"{args.batch_size}, window {args.window}; model {args.model}; "
+          f"sentences {args.sentences if args.sentences.is_file() else 'synthetic'}")
     print("| path | lines | seconds | lines/s | RSS after load (MB) | peak RSS in job (MB) "
           "| ru_maxrss (MB) | Python heap peak (MB) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -116,8 +116,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--model", default=str(DEFAULT_MODEL_DIR))
-    parser.add_argument("--data", type=Path, default=data_dir(),
-                        help=f"data directory (default: ${DATA_DIR_ENV}, else ../shared/data)")
+    parser.add_argument("--sentences", type=Path, default=TRAFFIC_MIX, help=SENTENCES_HELP)
     parser.add_argument("--beam-size", type=int, default=DecodeOptions().beam_size)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--window", type=int, default=2000)
@@ -131,7 +130,7 @@ def main() -> None:
     options = DecodeOptions(beam_size=args.beam_size)
     with tempfile.TemporaryDirectory(prefix="nmt-bench-") as tmp:
         source = Path(tmp) / "input.txt"
-        write_input(source, args.lines, args.data)
+        write_input(source, args.lines, args.sentences)
         config = JobConfig(source, Path(tmp) / "out.jsonl", window=args.window)
         local = LocalEngine.load(args.model, options, args.batch_size)
         rows = [measure("in-process", local, config, args.tracemalloc)]

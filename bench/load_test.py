@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -61,7 +62,7 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def start_server(model: Path, batching: bool, log_path: Path
+def start_server(model: Path, batching: bool, log_path: Path, extra: Sequence[str] = ()
                  ) -> tuple[subprocess.Popen, str, str]:
     """`(process, gRPC target, HTTP base URL)` of a serving `nmt serve`."""
     port, http_port = free_port(), free_port()
@@ -70,6 +71,7 @@ def start_server(model: Path, batching: bool, log_path: Path
                "--http-port", str(http_port), "--poll-interval", "0", "--grace", "2"]
     if not batching:
         command.append("--no-batching")
+    command += list(extra)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPO)}
     env.pop("NMT_AUTH_TOKEN", None)
     log = open(log_path, "a")  # kept open for the server's lifetime
@@ -154,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--protocol", nargs="+", choices=["grpc", "http"],
                         default=["grpc", "http"],
                         help="gRPC and/or HTTP/JSON, measured one after the other on one server")
+    parser.add_argument("--server-args", default="",
+                        help="more `nmt serve` options, e.g. '--max-batch-size 64 --workers 2'")
     args = parser.parse_args(argv)
     if not args.model.is_dir():
         print(f"no model at {args.model}; export one or pass --model", file=sys.stderr)
@@ -166,13 +170,15 @@ def main(argv: list[str] | None = None) -> int:
     log_path = Path(tempfile.mkdtemp(prefix="nmt-bench-")) / "server.log"
     print(f"Machine: {machine()}")
     print(f"Model: {args.model}; {args.duration:g} s per level after {args.warmup:g} s warm-up; "
-          f"one sentence per request, {source}; server log: {log_path}")
+          f"one sentence per request, {source}; server log: {log_path}"
+          + (f"; server options: {args.server_args}" if args.server_args else ""))
     print()
     print("| batching | protocol | clients | sentences/s | p50 ms | p95 ms | p99 ms | errors |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     memory = []
     for mode in args.modes:
-        process, target, url = start_server(args.model, mode == "on", log_path)
+        process, target, url = start_server(args.model, mode == "on", log_path,
+                                            args.server_args.split())
         try:
             started_rss = rss_mb(process.pid)
             for clients in args.concurrency:
