@@ -1,8 +1,12 @@
-"""`--set` overrides as parsed for `nmt train` and the benchmarks."""
+"""Training configs: `--set` overrides as parsed for `nmt train` and the benchmarks, and
+the configs the project ships."""
+
+from pathlib import Path
 
 import pytest
 
-from training.config import parse_overrides
+from nmt.model import ModelConfig
+from training.config import load_config, parse_overrides
 
 
 def test_values_are_read_as_yaml():
@@ -16,3 +20,14 @@ def test_values_are_read_as_yaml():
 def test_malformed_items_name_the_expected_form(item):
     with pytest.raises(ValueError, match="SECTION.KEY=VALUE"):
         parse_overrides([item])
+
+
+CONFIGS = sorted((Path(__file__).resolve().parents[2] / "training" / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_every_shipped_config_is_valid(path):
+    cfg = load_config(path)
+    ModelConfig.from_dict({**cfg.model, "source_vocab_size": cfg.tokenizer.vocab_size,
+                           "target_vocab_size": cfg.tokenizer.vocab_size})
+    assert Path(cfg.data.train).name == "train.tsv" and Path(cfg.data.dev).name == "dev.tsv"
