@@ -1,6 +1,7 @@
 """Which attention is best here? Trains each mechanism for the same budget and scores it.
 
-For every variant below: `nmt train` with the shipped config, the `--set`
+For every variant below: `nmt train` with version 2's config
+(`training/configs/en-fr-bahdanau.yaml`, unguided Bahdanau), the `--set`
 overrides common to all runs and the variant's model settings for `--budget`
 of wall clock, export, then dev and
 test BLEU (greedy, multi-reference), AER on the Alibi alignments, parameters
@@ -111,7 +112,8 @@ def run_variant(name: str, settings: dict, args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", type=Path, default=REPO / "training/configs/en-fr.yaml")
+    parser.add_argument("--config", type=Path,
+                        default=REPO / "training/configs/en-fr-bahdanau.yaml")
     parser.add_argument("--data", type=Path, default=data_dir(),
                         help="the shared data directory (NMT_DATA_DIR)")
     parser.add_argument("--work", type=Path, default=REPO / "runs" / "compare")

@@ -79,8 +79,8 @@ class TranslationModule(tf.Module):
         vocab = tf.range(self.model.config.target_vocab_size)  # (V,)
         banned = tf.where((vocab == PAD_ID) | (vocab == BOS_ID), float("-inf"), 0.0)  # (V,)
 
-        def step_fn(tokens, state, memory):
-            logits, state, weights = self.model.decode_step(tokens, state, memory)
+        def step_fn(tokens, state):
+            logits, state, weights = self.model.decode_step(tokens, state, tiled)
             return tf.nn.log_softmax(logits + banned), state, weights
 
         source_lengths = tf.reduce_sum(tf.cast(memory.mask, tf.int32), axis=1)  # (batch,)
@@ -93,7 +93,6 @@ class TranslationModule(tf.Module):
             source_lengths=source_lengths, bos_id=BOS_ID, eos_id=EOS_ID,
             length_penalty=options["length_penalty"],
             coverage_penalty=options["coverage_penalty"], n_best=options["n_best"],
-            context=tiled,
         )
 
     def _translate(self, sentences, options):

@@ -26,8 +26,11 @@ def test_metadata_carries_attribution_and_scores(translator):
     metadata = translator.info.metadata
     assert "manythings.org/anki" in metadata["attribution"]
     assert metadata["scores"]["test_bleu"] >= 45.0
-    assert translator.info.version == 2
-    assert translator.info.attention == "bahdanau"
+    assert metadata["scores"]["alibi_aer"] <= 0.5
+    assert translator.info.version == 3
+    assert translator.info.attention == "luong-general"
+    assert metadata["precision"] == "float32"
+    assert len(metadata["averaged_checkpoints"]) == 4
 
 
 def test_dev_bleu_has_not_regressed(shared_data):
