@@ -20,6 +20,7 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
+from nmt import step_kernels
 from nmt.attention import Attention
 
 _CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
@@ -189,35 +190,76 @@ class AttentionDecoder(keras.layers.Layer):
         n = self.states_per_layer
         return list(flat_states[i * n:(i + 1) * n])
 
-    def _run_cells(self, x, flat_states, training):
+    def _run_cells(self, x, flat_states, training, kernels=None):
         """One step through the RNN stack -> (top output `(batch, d)`, new flat states)."""
         new_states = []
         for i, layer in enumerate(self.rnn_layers):
             if i > 0:
                 x = self.dropout(x, training=training)
-            x, states = layer.cell(x, self._layer_states(flat_states, i), training=training)
+            states = self._layer_states(flat_states, i)
+            if kernels is None:
+                x, states = layer.cell(x, states, training=training)
+            else:
+                x, states = step_kernels.cell_step(layer.cell, kernels.cells[i], x, states)
             new_states.extend(states if isinstance(states, (list, tuple)) else [states])
         return x, tuple(new_states)
+
+    def _dense(self, layer, x, kernels):
+        """`layer(x)`, or its product in the kernels' dtype."""
+        if kernels is None:
+            return layer(x)
+        return step_kernels.dense(layer, x, kernels.dense[layer.name])
+
+    def _step_dense_layers(self) -> list:
+        """The `Dense` layers a step applies (their kernels go into `cast_kernels`)."""
+        return []
+
+    def cast_kernels(self, dtype) -> step_kernels.StepKernels:
+        """The step's matrices cast to `dtype` once, for `step(..., kernels=...)`."""
+        return step_kernels.cast_kernels(
+            [layer.cell for layer in self.rnn_layers], self._step_dense_layers(),
+            self.projection, dtype)
+
+    def _attend(self, query, memory: Memory):
+        """Attention of step queries `(rows, d)` over `memory` of `batch` sentences.
+
+        `rows` may be a multiple of `batch`: beam search passes K queries per
+        sentence (rows b*K .. b*K+K-1 belong to sentence b) and one memory per
+        sentence, so the keys are read once per sentence instead of K copies.
+        """
+        rows = tf.shape(query)[0]
+        per_sentence = tf.reshape(query, [tf.shape(memory.mask)[0], -1, query.shape[-1]])
+        context, weights = self.attention(
+            per_sentence, memory.values, mask=memory.mask, projected_keys=memory.projected_keys
+        )  # (batch, K, dv), (batch, K, S)
+        return (tf.reshape(context, [rows, context.shape[-1]]),
+                tf.reshape(weights, [rows, tf.shape(weights)[-1]]))
 
     def _top_hidden(self, flat_states):
         return flat_states[(self.num_layers - 1) * self.states_per_layer]
 
     # --- decoding ----------------------------------------------------------------
 
-    def step(self, previous_tokens, state: dict, memory: Memory, training=False):
+    def step(self, previous_tokens, state: dict, memory: Memory, training=False,
+             kernels: step_kernels.StepKernels | None = None):
         """One decoding step.
 
         Args:
-            previous_tokens: int `(batch,)`, the previous target token.
+            previous_tokens: int `(rows,)`, the previous target token.
             state: decoder state from `initial_state` or the previous step.
-            memory: from `prepare_memory`.
+            memory: from `prepare_memory`, for `batch` sentences; `rows` is
+                `batch` or, in beam search, `batch * K` (K rows per sentence).
+            kernels: from `cast_kernels(dtype)`, to run the matrix products in
+                that dtype (inference only); None uses the layers as they are.
 
         Returns:
-            `(logits (batch, V) float32, new_state, attention (batch, S) float32)`.
+            `(logits (rows, V) float32, new_state, attention (rows, S) float32)`.
         """
-        embedded = self.embedding(previous_tokens)  # (batch, emb)
-        output, state, weights = self._step_core(embedded, state, memory, training)
-        return self.projection(output), state, weights
+        embedded = self.embedding(previous_tokens)  # (rows, emb)
+        output, state, weights = self._step_core(embedded, state, memory, training, kernels)
+        if kernels is None:
+            return self.projection(output), state, weights
+        return step_kernels.project(self.projection, output, kernels.projection), state, weights
 
     def _teacher_forced_scan(self, embedded, memory: Memory, training):
         """Runs `_step_core` over time with tf.scan -> outputs, attention."""
@@ -265,19 +307,25 @@ class LuongDecoder(AttentionDecoder):
             state["feed"] = tf.zeros([batch, self.output_dim], self.compute_dtype)
         return state
 
-    def _attentional_output(self, hidden, memory, training):
-        context, weights = self.attention(
-            hidden, memory.values, mask=memory.mask, projected_keys=memory.projected_keys
-        )
-        output = self.combine(tf.concat([context, hidden], axis=-1))  # h~_t
+    def _attentional_output(self, hidden, memory, training, kernels=None):
+        if len(hidden.shape) == 2:  # one step
+            context, weights = self._attend(hidden, memory)
+        else:
+            context, weights = self.attention(
+                hidden, memory.values, mask=memory.mask, projected_keys=memory.projected_keys
+            )
+        output = self._dense(self.combine, tf.concat([context, hidden], axis=-1), kernels)  # h~_t
         return self.dropout(output, training=training), output, weights
 
-    def _step_core(self, embedded, state, memory, training):
+    def _step_dense_layers(self):
+        return [self.combine]
+
+    def _step_core(self, embedded, state, memory, training, kernels=None):
         x = self.dropout(embedded, training=training)
         if self.input_feeding:
             x = tf.concat([x, state["feed"]], axis=-1)  # (batch, emb + out)
-        hidden, rnn_states = self._run_cells(x, state["rnn"], training)
-        output, feed, weights = self._attentional_output(hidden, memory, training)
+        hidden, rnn_states = self._run_cells(x, state["rnn"], training, kernels)
+        output, feed, weights = self._attentional_output(hidden, memory, training, kernels)
         new_state = {"rnn": rnn_states}
         if self.input_feeding:
             new_state["feed"] = feed
@@ -323,14 +371,17 @@ class BahdanauDecoder(AttentionDecoder):
             self.output_dim, activation="tanh", name="deep_output", dtype=self.dtype_policy
         )
 
-    def _step_core(self, embedded, state, memory, training):
+    def _step_dense_layers(self):
+        return [self.deep_output]
+
+    def _step_core(self, embedded, state, memory, training, kernels=None):
         x = self.dropout(embedded, training=training)
         query = self._top_hidden(state["rnn"])  # s_{i-1}, (batch, hidden)
-        context, weights = self.attention(
-            query, memory.values, mask=memory.mask, projected_keys=memory.projected_keys
-        )
-        hidden, rnn_states = self._run_cells(tf.concat([x, context], -1), state["rnn"], training)
-        output = self.deep_output(tf.concat([hidden, context, x], axis=-1))  # (batch, out)
+        context, weights = self._attend(query, memory)
+        hidden, rnn_states = self._run_cells(
+            tf.concat([x, context], -1), state["rnn"], training, kernels)
+        output = self._dense(
+            self.deep_output, tf.concat([hidden, context, x], axis=-1), kernels)  # (batch, out)
         return self.dropout(output, training=training), {"rnn": rnn_states}, weights
 
     def call(self, target_in, memory: Memory, training=False):

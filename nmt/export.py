@@ -17,9 +17,8 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from nmt import alignment
+from nmt import alignment, step_kernels
 from nmt.constants import MAX_SENTENCE_TOKENS, METADATA_PATH
-from nmt.decoder import Memory
 from nmt.model import ModelConfig, Seq2Seq
 from nmt.search import beam_search, tile_beams
 from nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, TokenizerPair
@@ -47,11 +46,16 @@ class TranslationModule(tf.Module):
         tokenizers: source and target `SubwordTokenizer`s.
         metadata: JSON-serialisable facts about the model (name, config,
             scores, attribution) stored beside the SavedModel.
+        matmul_dtype: dtype of the decoder step's matrix products in
+            translation (`tf.bfloat16` casts their weights once per call);
+            everything else computes in float32.
     """
 
-    def __init__(self, model: Seq2Seq, tokenizers: TokenizerPair, metadata: dict | None = None):
+    def __init__(self, model: Seq2Seq, tokenizers: TokenizerPair, metadata: dict | None = None,
+                 matmul_dtype: tf.DType = tf.float32):
         super().__init__(name="translation")
         self.model = model
+        self.matmul_dtype = matmul_dtype
         self.source_tokenizer = tokenizers.source
         self.target_tokenizer = tokenizers.target
         self.metadata = dict(metadata or {})
@@ -68,19 +72,21 @@ class TranslationModule(tf.Module):
         return _dense(tf.concat([ids, eos], axis=1))  # (batch, S)
 
     def _search(self, source, options):
-        memory = self.model.encode(source)
+        values, mask = step_kernels.encode(self.model.encoder, source, self.matmul_dtype)
+        memory = self.model.decoder.prepare_memory(values, mask)
         batch = tf.shape(source)[0]
         beam = options["beam_size"]
-        tiled = Memory(*(tile_beams(t, beam) for t in memory))
+        # The memory stays one row per sentence: a step attends with K queries per sentence.
         state = tile_beams(self.model.initial_state(memory), beam)
+        kernels = self.model.decoder.cast_kernels(self.matmul_dtype)  # once, not per step
 
         # PAD and BOS never occur inside a target sentence; an untrained or weak
         # model could still pick them, so they are excluded from the search.
         vocab = tf.range(self.model.config.target_vocab_size)  # (V,)
         banned = tf.where((vocab == PAD_ID) | (vocab == BOS_ID), float("-inf"), 0.0)  # (V,)
 
-        def step_fn(tokens, state):
-            logits, state, weights = self.model.decode_step(tokens, state, tiled)
+        def step_fn(tokens, state, memory):  # memory: the sentences still searched
+            logits, state, weights = self.model.decode_step(tokens, state, memory, kernels)
             return tf.nn.log_softmax(logits + banned), state, weights
 
         source_lengths = tf.reduce_sum(tf.cast(memory.mask, tf.int32), axis=1)  # (batch,)
@@ -93,6 +99,7 @@ class TranslationModule(tf.Module):
             source_lengths=source_lengths, bos_id=BOS_ID, eos_id=EOS_ID,
             length_penalty=options["length_penalty"],
             coverage_penalty=options["coverage_penalty"], n_best=options["n_best"],
+            context=memory,
         )
 
     def _translate(self, sentences, options):
@@ -178,9 +185,9 @@ def _dense(ids: tf.RaggedTensor) -> tf.Tensor:
     return tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]])
 
 
-# How an exported graph computes: `float32`, or `bfloat16` matrix products (float32
-# weights, Keras' mixed_bfloat16 policy; AMX or AVX512-BF16 make them faster on CPU).
-EXPORT_PRECISIONS = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+# How an exported graph decodes: all float32, or the search step's matrix products in
+# bfloat16 (float32 weights cast once per call; AMX or AVX512-BF16 make them faster).
+EXPORT_PRECISIONS = {"float32": tf.float32, "bfloat16": tf.bfloat16}
 
 
 def build_module(config: ModelConfig, tokenizers: TokenizerPair,
@@ -194,9 +201,10 @@ def build_module(config: ModelConfig, tokenizers: TokenizerPair,
         raise ValueError(
             f"precision must be one of {tuple(EXPORT_PRECISIONS)}. Received: {precision!r}"
         )
-    model = Seq2Seq(config, dtype=EXPORT_PRECISIONS[precision])
+    model = Seq2Seq(config, dtype="float32")
     model.build_for()
-    return TranslationModule(model, tokenizers, {**(metadata or {}), "precision": precision})
+    return TranslationModule(model, tokenizers, {**(metadata or {}), "precision": precision},
+                             matmul_dtype=EXPORT_PRECISIONS[precision])
 
 
 def export_saved_model(module: TranslationModule, base_dir: str | os.PathLike,

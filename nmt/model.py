@@ -198,10 +198,12 @@ class Seq2Seq(keras.Model):
     def initial_state(self, memory: Memory) -> dict:
         return self.decoder.initial_state(memory)
 
-    def decode_step(self, previous_tokens, state, memory: Memory):
-        """One search step: `(previous token (batch,), state)` ->
-        `(logits (batch, V), state, attention (batch, S))`."""
-        return self.decoder.step(previous_tokens, state, memory, training=False)
+    def decode_step(self, previous_tokens, state, memory: Memory, kernels=None):
+        """One search step: `(previous token (rows,), state)` ->
+        `(logits (rows, V), state, attention (rows, S))`; `rows` is a multiple of
+        the memory's batch (K beams per sentence). `kernels`: see
+        `AttentionDecoder.step`."""
+        return self.decoder.step(previous_tokens, state, memory, training=False, kernels=kernels)
 
     def build_for(self, batch: int = 2, source_length: int = 3, target_length: int = 3) -> None:
         """Creates every weight by running the model once on dummy ids."""

@@ -2,13 +2,19 @@
 
 The search is generic over the model: it only needs a step function
 
-    step_fn(tokens, state) -> (log_probs, new_state, attention)
+    step_fn(tokens, state, context) -> (log_probs, new_state, attention)
 
-with `tokens` of shape `(batch * beam,)`, every tensor of `state` with leading
-dimension `batch * beam`, `log_probs` of shape `(batch * beam, vocab)` (already
-log-softmaxed) and `attention` of shape `(batch * beam, S)`. Per-sentence
-context (encoder memory, masks) is captured by the caller's closure, tiled
-with `tile_beams`.
+with `tokens` of shape `(rows,)`, every tensor of `state` with leading
+dimension `rows`, `log_probs` of shape `(rows, vocab)` (already
+log-softmaxed) and `attention` of shape `(rows, S)`. `rows` is `beam` times
+the sentences still being searched, the `beam` rows of a sentence
+contiguous: a sentence whose search has ended leaves the batch, so the steps
+after it cost nothing for it. `state` is reordered along the beams every
+step; `context` (encoder memory, masks) holds per-sentence constants, one
+row per searched sentence (not per beam: the step reads them once for its
+`beam` rows), and only loses the rows of sentences that left. The step
+function must not capture per-sentence tensors in a closure: they would keep
+the rows of sentences that left.
 
 Hypotheses are scored as in Wu et al. 2016 ("Google's Neural Machine
 Translation System", Sec. 7):
@@ -22,7 +28,8 @@ hypotheses (tensor2tensor's layout). Each step takes the top 2K expansions by
 log-probability; an expansion that ends (emits EOS, or reaches the sentence's
 length limit) is finished only if it ranks among the top K, as in fairseq.
 That makes beam_size=1 exactly greedy search. A sentence stops once it holds
-K finished hypotheses; the loop stops when no sentence has a live beam.
+K finished hypotheses (or reaches its length limit) and then leaves the
+batch; the loop stops when no sentence is left.
 
 Alignments are recovered without a second loop: each step's attention rows
 are written to a TensorArray, and every hypothesis carries, for each of its
@@ -43,7 +50,7 @@ import tensorflow as tf
 from nmt.types import DecodeOptions
 
 Nested = Any
-StepFn = Callable[[tf.Tensor, Nested], tuple[tf.Tensor, Nested, tf.Tensor]]
+StepFn = Callable[[tf.Tensor, Nested, Nested], tuple[tf.Tensor, Nested, tf.Tensor]]
 IntLike = int | tf.Tensor
 FloatLike = float | tf.Tensor
 
@@ -84,29 +91,39 @@ class _Config(NamedTuple):
     """Search constants, all tensors."""
 
     beam_size: tf.Tensor  # ()
-    max_lengths: tf.Tensor  # (B,)
-    source_lengths: tf.Tensor  # (B,)
+    batch_size: tf.Tensor  # () sentences given
     eos_id: tf.Tensor  # ()
     alpha: tf.Tensor  # ()
     beta: tf.Tensor  # ()
 
 
 class _Beams(NamedTuple):
-    """While-loop state. L is the largest length limit of the batch."""
+    """While-loop state. L is the largest length limit of the batch.
+
+    A is the number of sentences still searched (B at the start): the fields
+    marked (A...) hold only them, in the order of `sentences`. When sentences
+    leave, their finished hypotheses move to `results`; attention rows are
+    written for all B sentences.
+    """
 
     step: tf.Tensor  # ()
-    last_tokens: tf.Tensor  # (B*K,)
-    alive_log_probs: tf.Tensor  # (B, K), -inf for dead beams
-    alive_tokens: tf.Tensor  # (B, K, L)
-    alive_rows: tf.Tensor  # (B, K, L) beam whose attention row each step used
-    coverage: tf.Tensor  # (B*K, S) attention summed over past steps
-    finished_tokens: tf.Tensor  # (B, K, L)
-    finished_rows: tf.Tensor  # (B, K, L)
-    finished_scores: tf.Tensor  # (B, K), sorted, -inf for empty slots
-    finished_log_probs: tf.Tensor  # (B, K)
-    finished_lengths: tf.Tensor  # (B, K)
-    attention: tf.TensorArray  # T x (B*K, S)
-    model_state: Nested  # leaves (B*K, ...)
+    sentences: tf.Tensor  # (A,) index of each searched sentence in the batch
+    max_lengths: tf.Tensor  # (A,)
+    source_lengths: tf.Tensor  # (A,)
+    last_tokens: tf.Tensor  # (A*K,)
+    alive_log_probs: tf.Tensor  # (A, K), -inf for dead beams
+    alive_tokens: tf.Tensor  # (A, K, L)
+    alive_rows: tf.Tensor  # (A, K, L) beam whose attention row each step used
+    coverage: tf.Tensor  # (A*K, S) attention summed over past steps
+    finished_tokens: tf.Tensor  # (A, K, L)
+    finished_rows: tf.Tensor  # (A, K, L)
+    finished_scores: tf.Tensor  # (A, K), sorted, -inf for empty slots
+    finished_log_probs: tf.Tensor  # (A, K)
+    finished_lengths: tf.Tensor  # (A, K)
+    results: dict  # the finished_* fields of all B sentences, filled as sentences leave
+    attention: tf.TensorArray  # T x (B*K, S), zero rows for sentences that left
+    model_state: Nested  # leaves (A*K, ...), reordered along the beams every step
+    context: Nested  # leaves (A, ...), per-sentence constants
 
 
 class _Candidates(NamedTuple):
@@ -242,15 +259,19 @@ def _check_sizes(beam_size: IntLike, n_best: IntLike) -> list[tf.Operation]:
 
 
 def _initial_beams(
-    cfg: _Config, batch_size: IntLike, bos_id: IntLike, limit: tf.Tensor, model_state: Nested
+    cfg: _Config, bos_id: IntLike, limit: tf.Tensor, max_lengths: tf.Tensor,
+    source_lengths: tf.Tensor, model_state: Nested, context: Nested,
 ) -> _Beams:
     """Sentence starts: only beam 0 is alive, so the first step has no duplicates."""
-    k = cfg.beam_size
+    k, batch_size = cfg.beam_size, cfg.batch_size
     first = tf.where(tf.range(k) == 0, 0.0, _NEG_INF)  # (K,)
     history = tf.zeros([batch_size, k, limit], tf.int32)  # (B, K, L)
     empty = tf.fill([batch_size, k], _NEG_INF)  # (B, K)
     return _Beams(
         step=tf.constant(0),
+        sentences=tf.range(batch_size),
+        max_lengths=max_lengths,
+        source_lengths=source_lengths,
         last_tokens=tf.fill([batch_size * k], tf.cast(bos_id, tf.int32)),
         alive_log_probs=tf.tile(first[None, :], [batch_size, 1]),
         alive_tokens=history,
@@ -262,8 +283,12 @@ def _initial_beams(
         finished_scores=empty,
         finished_log_probs=empty,
         finished_lengths=tf.zeros([batch_size, k], tf.int32),
+        results={"finished_tokens": history, "finished_rows": history,
+                 "finished_scores": empty, "finished_log_probs": empty,
+                 "finished_lengths": tf.zeros([batch_size, k], tf.int32)},
         attention=tf.TensorArray(tf.float32, size=0, dynamic_size=True),
         model_state=model_state,
+        context=context,
     )
 
 
@@ -278,7 +303,7 @@ def _expand(cfg: _Config, beams: _Beams, log_probs: tf.Tensor, coverage: tf.Tens
     k = cfg.beam_size
     n_candidates = tf.minimum(2 * k, k * tf.shape(log_probs)[1])
     values, parents, tokens = top_k_expansions(log_probs, beams.alive_log_probs, n_candidates)
-    source_mask = tf.sequence_mask(cfg.source_lengths, tf.shape(coverage)[1])  # (B, S)
+    source_mask = tf.sequence_mask(beams.source_lengths, tf.shape(coverage)[1])  # (A, S)
     penalty = gnmt_coverage_penalty(unflatten_beams(coverage, k), source_mask[:, None], cfg.beta)
     return _Candidates(
         log_probs=values,
@@ -290,73 +315,124 @@ def _expand(cfg: _Config, beams: _Beams, log_probs: tf.Tensor, coverage: tf.Tens
     )
 
 
-def _ending(cfg: _Config, cands: _Candidates, step: tf.Tensor) -> tf.Tensor:
+def _ending(cfg: _Config, beams: _Beams, cands: _Candidates) -> tf.Tensor:
     """Expansions that end a hypothesis: EOS, or the sentence's last allowed token."""
-    at_limit = (step + 1 >= cfg.max_lengths)[:, None]  # (B, 1)
-    return tf.equal(cands.tokens, cfg.eos_id) | at_limit  # (B, C)
+    at_limit = (beams.step + 1 >= beams.max_lengths)[:, None]  # (A, 1)
+    return tf.equal(cands.tokens, cfg.eos_id) | at_limit  # (A, C)
+
+
+_FINISHED = ("finished_scores", "finished_log_probs", "finished_lengths", "finished_tokens",
+             "finished_rows")
 
 
 def _merge_finished(
     cfg: _Config, beams: _Beams, cands: _Candidates, ends: tf.Tensor
 ) -> dict[str, tf.Tensor]:
     """Adds the ending expansions ranked in the top K to the K finished hypotheses."""
+    old = {name: getattr(beams, name) for name in _FINISHED}
     rank = tf.range(tf.shape(cands.tokens)[1])[None, :]  # (1, C)
-    admitted = ends & (rank < cfg.beam_size) & (cands.log_probs > _NEG_INF)  # (B, C)
+    admitted = ends & (rank < cfg.beam_size) & (cands.log_probs > _NEG_INF)  # (A, C)
     lp = gnmt_length_penalty(beams.step + 1, cfg.alpha)
     scores = tf.where(admitted, cands.log_probs / lp + cands.coverage_penalty, _NEG_INF)
-    all_scores = tf.concat([beams.finished_scores, scores], axis=1)  # (B, K+C)
-    top_scores, top = tf.math.top_k(all_scores, k=cfg.beam_size)  # (B, K)
+    all_scores = tf.concat([old["finished_scores"], scores], axis=1)  # (A, K+C)
+    top_scores, top = tf.math.top_k(all_scores, k=cfg.beam_size)  # (A, K)
 
-    def pick(old: tf.Tensor, new: tf.Tensor) -> tf.Tensor:
-        return gather_beams(tf.concat([old, new], axis=1), top)
+    def pick(name: str, new: tf.Tensor) -> tf.Tensor:
+        return gather_beams(tf.concat([old[name], new], axis=1), top)
 
-    lengths = tf.fill(tf.shape(cands.tokens), beams.step + 1)  # (B, C)
+    lengths = tf.fill(tf.shape(cands.tokens), beams.step + 1)  # (A, C)
     return {
         "finished_scores": top_scores,
-        "finished_log_probs": pick(beams.finished_log_probs, cands.log_probs),
-        "finished_lengths": pick(beams.finished_lengths, lengths),
-        "finished_tokens": pick(beams.finished_tokens, cands.history),
-        "finished_rows": pick(beams.finished_rows, cands.rows),
+        "finished_log_probs": pick("finished_log_probs", cands.log_probs),
+        "finished_lengths": pick("finished_lengths", lengths),
+        "finished_tokens": pick("finished_tokens", cands.history),
+        "finished_rows": pick("finished_rows", cands.rows),
     }
 
 
 def _select_alive(
-    cfg: _Config, cands: _Candidates, ends: tf.Tensor, finished_scores: tf.Tensor, step: tf.Tensor
+    cfg: _Config, beams: _Beams, cands: _Candidates, ends: tf.Tensor, finished_scores: tf.Tensor
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Picks the K best non-ending expansions; sentences that are done die.
 
     Returns:
-        `(log_probs, indices)`, both `(B, K)`; indices point into the candidates.
+        `(log_probs, indices)`, both `(A, K)`; indices point into the candidates.
     """
     log_probs, indices = tf.math.top_k(tf.where(ends, _NEG_INF, cands.log_probs), k=cfg.beam_size)
-    n_finished = tf.reduce_sum(tf.cast(finished_scores > _NEG_INF, tf.int32), axis=1)  # (B,)
-    done = (n_finished >= cfg.beam_size) | (step + 1 >= cfg.max_lengths)  # (B,)
+    n_finished = tf.reduce_sum(tf.cast(finished_scores > _NEG_INF, tf.int32), axis=1)  # (A,)
+    done = (n_finished >= cfg.beam_size) | (beams.step + 1 >= beams.max_lengths)  # (A,)
     return tf.where(done[:, None], _NEG_INF, log_probs), indices
 
 
+def _sentence_rows(sentences: tf.Tensor, beam_size: tf.Tensor) -> tf.Tensor:
+    """Rows `(A*K,)` of the sentences' beams in a `(sentences * K, ...)` tensor."""
+    return tf.reshape(sentences[:, None] * beam_size + tf.range(beam_size)[None, :], [-1])
+
+
+_BY_SENTENCE = ("sentences", "max_lengths", "source_lengths", "alive_log_probs", "alive_tokens",
+                "alive_rows", *_FINISHED)
+_BY_ROW = ("last_tokens", "coverage", "model_state")
+
+
+def _store_results(beams: _Beams, leaving: tf.Tensor) -> dict:
+    """`results` with the finished hypotheses of the sentences marked in `leaving` (A,)."""
+    at = tf.boolean_mask(beams.sentences, leaving)[:, None]  # (leaving, 1)
+    return {name: tf.tensor_scatter_nd_update(
+                beams.results[name], at, tf.boolean_mask(getattr(beams, name), leaving))
+            for name in _FINISHED}
+
+
+def _drop_ended(cfg: _Config, beams: _Beams) -> _Beams:
+    """Removes the sentences without a live beam from the searched ones."""
+    searched = tf.reduce_any(beams.alive_log_probs > _NEG_INF, axis=1)  # (A,)
+
+    def unchanged() -> dict:
+        return {name: getattr(beams, name)
+                for name in (*_BY_SENTENCE, *_BY_ROW, "context", "results")}
+
+    def drop() -> dict:
+        keep = tf.cast(tf.reshape(tf.where(searched), [-1]), tf.int32)  # (A',)
+        rows = _sentence_rows(keep, cfg.beam_size)  # (A'*K,)
+        return {
+            **{name: tf.gather(getattr(beams, name), keep) for name in _BY_SENTENCE},
+            **{name: tf.nest.map_structure(lambda t: tf.gather(t, rows), getattr(beams, name))
+               for name in _BY_ROW},
+            "context": tf.nest.map_structure(lambda t: tf.gather(t, keep), beams.context),
+            "results": _store_results(beams, tf.logical_not(searched)),
+        }
+
+    # Most steps end no sentence: the gathers (the context holds the encoder
+    # memory) only run when one does.
+    return beams._replace(**tf.cond(tf.reduce_all(searched), unchanged, drop))
+
+
 def _search_step(step_fn: StepFn, cfg: _Config, beams: _Beams) -> _Beams:
-    """One decoder step for every beam, then re-selection of alive and finished."""
-    log_probs, model_state, attention = step_fn(beams.last_tokens, beams.model_state)
-    log_probs = tf.cast(log_probs, tf.float32)  # (B*K, V)
-    attention = tf.cast(attention, tf.float32)  # (B*K, S)
-    coverage = _accumulate_coverage(beams.coverage, attention)  # (B*K, S)
+    """One decoder step for every searched beam, then re-selection of alive and finished."""
+    log_probs, model_state, attention = step_fn(beams.last_tokens, beams.model_state,
+                                                beams.context)
+    log_probs = tf.cast(log_probs, tf.float32)  # (A*K, V)
+    attention = tf.cast(attention, tf.float32)  # (A*K, S)
+    coverage = _accumulate_coverage(beams.coverage, attention)  # (A*K, S)
     cands = _expand(cfg, beams, log_probs, coverage)
-    ends = _ending(cfg, cands, beams.step)
+    ends = _ending(cfg, beams, cands)
     finished = _merge_finished(cfg, beams, cands, ends)
-    alive_log_probs, keep = _select_alive(cfg, cands, ends, finished["finished_scores"], beams.step)
-    parents = flat_beam_indices(gather_beams(cands.parents, keep), cfg.beam_size)  # (B*K,)
-    alive_tokens = gather_beams(cands.tokens, keep)  # (B, K)
-    return _Beams(
+    alive_log_probs, keep = _select_alive(cfg, beams, cands, ends, finished["finished_scores"])
+    parents = flat_beam_indices(gather_beams(cands.parents, keep), cfg.beam_size)  # (A*K,)
+    alive_tokens = gather_beams(cands.tokens, keep)  # (A, K)
+    rows = _sentence_rows(beams.sentences, cfg.beam_size)[:, None]  # (A*K, 1) in the batch
+    all_rows = tf.stack([cfg.batch_size * cfg.beam_size, tf.shape(attention)[1]])
+    beams = beams._replace(
         step=beams.step + 1,
         last_tokens=tf.reshape(alive_tokens, [-1]),
         alive_log_probs=alive_log_probs,
         alive_tokens=gather_beams(cands.history, keep),
         alive_rows=gather_beams(cands.rows, keep),
         coverage=tf.gather(coverage, parents),
-        attention=beams.attention.write(beams.step, attention),
+        attention=beams.attention.write(beams.step, tf.scatter_nd(rows, attention, all_rows)),
         model_state=tf.nest.map_structure(lambda s: tf.gather(s, parents), model_state),
         **finished,
     )
+    return _drop_ended(cfg, beams)
 
 
 def _shape_invariants(beams: _Beams) -> _Beams:
@@ -373,14 +449,21 @@ def _shape_invariants(beams: _Beams) -> _Beams:
     fields = {
         name: relaxed(value)
         for name, value in beams._asdict().items()
-        if name not in ("step", "attention", "model_state")
+        if name not in ("step", "attention", "model_state", "context", "results")
     }
-    model_state = tf.nest.map_structure(batch_relaxed, beams.model_state)
-    return _Beams(step=tf.TensorShape([]), attention=None, model_state=model_state, **fields)
+    return _Beams(
+        step=tf.TensorShape([]), attention=None,
+        results={name: relaxed(value) for name, value in beams.results.items()},
+        model_state=tf.nest.map_structure(batch_relaxed, beams.model_state),
+        context=tf.nest.map_structure(batch_relaxed, beams.context),
+        **fields,
+    )
 
 
 def _finalize(beams: _Beams, n_best: tf.Tensor, source_lengths: tf.Tensor) -> SearchResult:
     """Cuts the n-best lists to the steps run and gathers their attention rows."""
+    # Sentences still searched when the loop stopped (it ran to the length limit).
+    beams = beams._replace(**_store_results(beams, tf.ones_like(beams.sentences, tf.bool)))
     steps = beams.step
     batch, beam_size = tf.shape(beams.finished_scores)[0], tf.shape(beams.finished_scores)[1]
     stacked = beams.attention.stack()  # (T, B*K, S)
@@ -418,14 +501,15 @@ def beam_search(
     length_penalty: FloatLike = _DEFAULTS.length_penalty,
     coverage_penalty: FloatLike = _DEFAULTS.coverage_penalty,
     n_best: int | tf.Tensor = _DEFAULTS.n_best,
+    context: Nested = (),
 ) -> SearchResult:
     """Finds the `n_best` highest-scoring translations of every sentence.
 
     Args:
-        step_fn: `(tokens, state) -> (log_probs, new_state, attention)`, see
-            the module docstring.
+        step_fn: `(tokens, state, context) -> (log_probs, new_state,
+            attention)`, see the module docstring.
         initial_state: nested tensors, each `(batch * beam_size, ...)`
-            (already tiled with `tile_beams`).
+            (already tiled with `tile_beams`), reordered along the beams.
         batch_size: Python int or scalar int32 tensor.
         beam_size: Python int or scalar int32 tensor; 1 is greedy search.
         max_lengths: int32 `(batch,)`, the most target tokens (EOS included)
@@ -438,6 +522,9 @@ def beam_search(
         length_penalty: alpha of lp(Y); 0 ranks by raw log-probability.
         coverage_penalty: beta of cp(X; Y); 0 disables it.
         n_best: hypotheses returned per sentence, between 1 and `beam_size`.
+        context: nested tensors, each `(batch, ...)`, one row per sentence,
+            that the step function reads but does not change (encoder
+            memory); the step gets the rows of the sentences still searched.
 
     Returns:
         A `SearchResult`; T is the number of steps run, at most
@@ -448,19 +535,23 @@ def beam_search(
     with tf.control_dependencies(checks):
         cfg = _Config(
             beam_size=tf.convert_to_tensor(beam_size, tf.int32),
-            max_lengths=tf.maximum(tf.cast(max_lengths, tf.int32), 1),
-            source_lengths=tf.cast(source_lengths, tf.int32),
+            batch_size=tf.convert_to_tensor(batch_size, tf.int32),
             eos_id=tf.convert_to_tensor(eos_id, tf.int32),
             alpha=tf.convert_to_tensor(length_penalty, tf.float32),
             beta=tf.convert_to_tensor(coverage_penalty, tf.float32),
         )
+        max_lengths = tf.maximum(tf.cast(max_lengths, tf.int32), 1)
+        source_lengths = tf.cast(source_lengths, tf.int32)
     # max(..., 1) keeps an empty batch to a single (empty) step.
-    limit = tf.maximum(tf.reduce_max(cfg.max_lengths), 1)
-    beams = _initial_beams(cfg, batch_size, bos_id, limit, initial_state)
+    limit = tf.maximum(tf.reduce_max(max_lengths), 1)
+    beams = _initial_beams(
+        cfg, bos_id, limit, max_lengths, source_lengths, initial_state, context
+    )
 
     def keep_going(beams: _Beams) -> tf.Tensor:
-        alive = tf.reduce_any(beams.alive_log_probs > _NEG_INF)
-        return tf.equal(beams.step, 0) | ((beams.step < limit) & alive)
+        # A sentence without a live beam has left `sentences` (see _drop_ended).
+        searched = tf.size(beams.sentences) > 0
+        return tf.equal(beams.step, 0) | ((beams.step < limit) & searched)
 
     (beams,) = tf.while_loop(
         keep_going,
@@ -469,4 +560,4 @@ def beam_search(
         shape_invariants=(_shape_invariants(beams),),
         maximum_iterations=limit,
     )
-    return _finalize(beams, tf.convert_to_tensor(n_best, tf.int32), cfg.source_lengths)
+    return _finalize(beams, tf.convert_to_tensor(n_best, tf.int32), source_lengths)

@@ -1,7 +1,7 @@
 """Writes `MODEL_CARD.md` for an exported model from the files that measured it.
 
     python -m training.model_card --run runs/en-fr --evaluation evaluation.json \
-        --export models/en-fr/3 --out models/en-fr/MODEL_CARD.md \
+        --export models/en-fr/4 --out models/en-fr/MODEL_CARD.md \
         [--other 'NAME=nmt-evaluate.json' ...]
 
 Every figure and fact about the run in the card (pairs, steps, time, machine,
@@ -21,13 +21,14 @@ from nmt.constants import METADATA_PATH
 
 ATTRIBUTION = "Sentence pairs from www.manythings.org/anki and tatoeba.org (CC-BY 2.0 FR)"
 
-def reproduce(version: str, average: int = 0) -> tuple[str, ...]:
+def reproduce(version: str, average: int = 0, precision: str = "float32") -> tuple[str, ...]:
     """The commands that produce export `version` and its scores (from the repo root,
     with the data under $NMT_DATA_DIR, by default ../shared/data beside the checkout)."""
     export = f"models/en-fr/{version}"
     data = "../shared/data"
     ood = f"{data}/out-of-domain"
     averaging = f" --average {average}" if average else ""
+    averaging += f" --precision {precision}" if precision != "float32" else ""
     return (
         "pip install '.[align]'   # eflomal, for the guided-alignment links (training only)",
         "nmt train --config training/configs/en-fr.yaml --run runs/en-fr",
@@ -98,6 +99,13 @@ def _weights(metadata: dict) -> str:
     return "- Exported weights: the checkpoint with the best dev BLEU."
 
 
+def _precision(precision: str) -> str:
+    if precision == "float32":
+        return "computes in float32"
+    return (f"multiplies matrices in {precision} when translating (weights stored in "
+            "float32, everything else computed in float32)")
+
+
 def _other_sets(other: dict[str, dict]) -> list[str]:
     rows = []
     for name, result in other.items():
@@ -134,7 +142,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         f"- Joint SentencePiece vocabulary of {model['target_vocab_size']} pieces, "
         "applied inside the graph (tensorflow-text).",
         f"- {summary['parameters']:,} parameters; the export is {_size_mb(export):.1f} MB "
-        f"and computes in {metadata.get('precision', 'float32')}.",
+        f"and {_precision(metadata.get('precision', 'float32'))}.",
         "",
         "## Data",
         "",
@@ -184,7 +192,8 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "- Reproduce:",
         "",
         "```sh",
-        *reproduce(export.name, len(metadata.get("averaged_checkpoints") or ())),
+        *reproduce(export.name, len(metadata.get("averaged_checkpoints") or ()),
+                   metadata.get("precision", "float32")),
         "```",
         "",
         "- Config (`training/configs/en-fr.yaml`, as the run saved it; paths relative to "

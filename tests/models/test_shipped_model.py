@@ -27,9 +27,9 @@ def test_metadata_carries_attribution_and_scores(translator):
     assert "manythings.org/anki" in metadata["attribution"]
     assert metadata["scores"]["test_bleu"] >= 45.0
     assert metadata["scores"]["alibi_aer"] <= 0.5
-    assert translator.info.version == 3
+    assert translator.info.version == 4
     assert translator.info.attention == "luong-general"
-    assert metadata["precision"] == "float32"
+    assert metadata["precision"] == "bfloat16"
     assert len(metadata["averaged_checkpoints"]) == 4
 
 

@@ -37,7 +37,7 @@ def bigram_step(log_probs: np.ndarray, attention: np.ndarray | None = None):
         attention = np.full((len(LETTERS), 2), 0.5, np.float32)
     log_probs, attention = tf.constant(log_probs), tf.constant(attention, tf.float32)
 
-    def step_fn(tokens, state):
+    def step_fn(tokens, state, context):
         return tf.gather(log_probs, tokens), state + 1, tf.gather(attention, tokens)
 
     return step_fn
@@ -155,7 +155,7 @@ class HashModel:
     def next_hash(h, token):
         return (h * 31 + token + 1) % BUCKETS
 
-    def step_fn(self, tokens, state):
+    def step_fn(self, tokens, state, context=()):
         h = self.next_hash(state, tokens)
         return tf.gather(self.log_probs, h), h, tf.gather(self.attention, h)
 
@@ -259,7 +259,7 @@ def test_attention_follows_the_back_pointers():
     # unlikely so that hypotheses are long and beams get reordered often.
     model, inputs, max_length = HashModel(vocab=5, width=1, seed=11), 6, 6
 
-    def step_fn(tokens, state):
+    def step_fn(tokens, state, context):
         h, step = state
         log_probs, h, _ = model.step_fn(tokens, h)
         log_probs -= 5.0 * tf.one_hot(0, 5)  # (B*K, V)
@@ -289,26 +289,26 @@ def test_attention_follows_the_back_pointers():
 
 
 def test_sentences_searched_together_equal_sentences_searched_alone():
-    """Sentences whose searches end at very different steps share a batch; each
-    one's beams, state and attention rows must stay its own. A per-sentence
-    shift carried in the state changes each sentence's log-probabilities."""
+    """Sentences leave the batch as their search ends (here at very different
+    steps); the others' beams, states, per-sentence context and attention rows
+    must stay theirs. The context shifts each sentence's log-probabilities."""
     model = HashModel(vocab=6, width=5, seed=3)
     shifts = np.random.default_rng(1).normal(size=(4, 6)).astype(np.float32)
 
-    def step_fn(tokens, state):
-        h, shift = state
+    def step_fn(tokens, h, shift):  # shift: one row per searched sentence
         log_probs, h, attention = model.step_fn(tokens, h)
-        return tf.nn.log_softmax(log_probs + shift), (h, shift), attention
+        shift = tf.repeat(shift, tf.shape(tokens)[0] // tf.shape(shift)[0], axis=0)
+        return tf.nn.log_softmax(log_probs + shift), h, attention
 
     def search(sentences, beam_size):
-        starts = tf.constant([7 * b for b in sentences], tf.int32)
         return beam_search(
             step_fn,
-            tile_beams((starts, tf.constant(shifts[sentences])), beam_size),
+            tile_beams(tf.constant([7 * b for b in sentences], tf.int32), beam_size),
             batch_size=len(sentences), beam_size=beam_size,
             max_lengths=tf.constant([[2, 9, 1, 6][b] for b in sentences]),
             source_lengths=tf.constant([[5, 3, 4, 5][b] for b in sentences]),
             bos_id=5, eos_id=0, n_best=beam_size, coverage_penalty=0.2,
+            context=tf.constant(shifts[sentences]),
         )
 
     for beam_size in (1, 3):
@@ -340,10 +340,9 @@ def test_dynamic_shapes_and_sizes_inside_tf_function():
         ]
     )
     def translate(starts, memory, max_lengths, source_lengths, beam_size, n_best, beta):
-        tiled_memory = tile_beams(memory, beam_size)  # (B*K, S)
-
-        def step_fn(tokens, h):
+        def step_fn(tokens, h, memory):  # memory: (A, S)
             log_probs, h, _ = model.step_fn(tokens, h)
+            tiled_memory = tf.repeat(memory, beam_size, axis=0)  # (A*K, S)
             weights = tf.nn.softmax(tiled_memory * tf.cast(h[:, None] % 5, tf.float32), axis=-1)
             return log_probs, h, weights
 
@@ -358,6 +357,7 @@ def test_dynamic_shapes_and_sizes_inside_tf_function():
             eos_id=1,
             coverage_penalty=beta,
             n_best=n_best,
+            context=memory,
         )
 
     rng = np.random.default_rng(0)

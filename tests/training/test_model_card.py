@@ -52,7 +52,8 @@ def test_card_reports_measured_figures(tmp_path):
     assert "| BLEU / chrF, Captions | 20.00 / 45.50 |" in card
     assert "best dev BLEU" in card and "--average" not in card
     assert "16,190 long examples made by joining" in card
-    assert "computes in bfloat16" in card
+    assert "multiplies matrices in bfloat16" in card
+    assert "--version 3 --precision bfloat16" in card  # the export command reproduces it
 
 
 def test_card_of_an_averaged_export_says_so(tmp_path):
