@@ -46,9 +46,9 @@ class TranslationModule(tf.Module):
         tokenizers: source and target `SubwordTokenizer`s.
         metadata: JSON-serialisable facts about the model (name, config,
             scores, attribution) stored beside the SavedModel.
-        matmul_dtype: dtype of the decoder step's matrix products in
-            translation (`tf.bfloat16` casts their weights once per call);
-            everything else computes in float32.
+        matmul_dtype: dtype of the matrix products of the encoder and the
+            decoder step in translation (`tf.bfloat16` casts their weights
+            once per call); everything else computes in float32.
     """
 
     def __init__(self, model: Seq2Seq, tokenizers: TokenizerPair, metadata: dict | None = None,
@@ -185,8 +185,9 @@ def _dense(ids: tf.RaggedTensor) -> tf.Tensor:
     return tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]])
 
 
-# How an exported graph decodes: all float32, or the search step's matrix products in
-# bfloat16 (float32 weights cast once per call; AMX or AVX512-BF16 make them faster).
+# How an exported graph translates: all float32, or the matrix products of the encoder and
+# the search step in bfloat16 (float32 weights cast once per call; AMX or AVX512-BF16 make
+# them faster).
 EXPORT_PRECISIONS = {"float32": tf.float32, "bfloat16": tf.bfloat16}
 
 

@@ -1,16 +1,17 @@
-"""Inference with the matrix products in bfloat16, weights cast once per call.
+"""The encoder and decoder step for translation, matrix products in a chosen dtype.
 
 With AMX or AVX512-BF16, bfloat16 matrix products run 2-3 times faster than
 float32 on CPU (`bench/decode_speed.py`). Keras' mixed_bfloat16 policy gets
 none of that in beam search: it casts every weight again at every step, and
 computes gates, softmaxes and masks in bfloat16, which has no fast
-element-wise kernels on CPU (measured slower than float32). Here the step's
-matrices are cast once, before the search loop; the products run in their
-dtype and everything else stays float32.
+element-wise kernels on CPU (measured slower than float32). Here the weights
+are cast once per call, before the loops; the products run in their dtype
+and everything else stays float32. With float32 the results equal the Keras
+layers' (the export uses these functions in both precisions).
 
 The functions reproduce the Keras layers' own maths (LSTM and GRU cells with
-`reset_after`, `Dense`, `OutputProjection`); tests compare them with the
-layers at float32.
+`reset_after`, `Dense`, `OutputProjection`, the bidirectional `Encoder`);
+tests compare them with the layers at float32.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ class StepKernels(NamedTuple):
     projection: tf.Tensor
 
 
+def _cast(weight, dtype: tf.DType) -> tf.Tensor:
+    return tf.cast(tf.convert_to_tensor(weight), dtype)
+
+
 def cast_kernels(cells, dense_layers, projection, dtype: tf.DType) -> StepKernels:
     """Casts the step's matrices once.
 
@@ -45,19 +50,16 @@ def cast_kernels(cells, dense_layers, projection, dtype: tf.DType) -> StepKernel
         projection: an `nmt.decoder.OutputProjection`.
         dtype: dtype of the products, e.g. `tf.bfloat16`.
     """
-
-    def cast(weight):
-        return tf.cast(tf.convert_to_tensor(weight), dtype)
-
     for cell in cells:
         _is_lstm(cell)  # refuses cells these functions do not reproduce
     if projection.tied_embedding is not None:
-        projection_kernel = tf.transpose(cast(projection.tied_embedding.embeddings))
+        projection_kernel = tf.transpose(_cast(projection.tied_embedding.embeddings, dtype))
     else:
-        projection_kernel = cast(projection.kernel)
+        projection_kernel = _cast(projection.kernel, dtype)
     return StepKernels(
-        cells=tuple((cast(cell.kernel), cast(cell.recurrent_kernel)) for cell in cells),
-        dense={layer.name: cast(layer.kernel) for layer in dense_layers},
+        cells=tuple((_cast(cell.kernel, dtype), _cast(cell.recurrent_kernel, dtype))
+                    for cell in cells),
+        dense={layer.name: _cast(layer.kernel, dtype) for layer in dense_layers},
         projection=projection_kernel,
     )
 
@@ -163,16 +165,13 @@ def encode(encoder, source: tf.Tensor, dtype: tf.DType) -> tuple[tf.Tensor, tf.T
     def reverse(t):
         return tf.reverse_sequence(t, lengths, seq_axis=1, batch_axis=0)
 
-    def cast(weight):
-        return tf.cast(tf.convert_to_tensor(weight), dtype)
-
     x = tf.cast(encoder.embedding(source), tf.float32)  # (batch, S, emb)
     for i, layer in enumerate(encoder.rnn_layers):
         cells = (layer.forward_layer.cell, layer.backward_layer.cell)
-        projected = (input_projection(cells[0], cast(cells[0].kernel), x),
-                     input_projection(cells[1], cast(cells[1].kernel), reverse(x)))
+        projected = (input_projection(cells[0], _cast(cells[0].kernel, dtype), x),
+                     input_projection(cells[1], _cast(cells[1].kernel, dtype), reverse(x)))
         forward, backward = _run_directions(
-            cells, [cast(cell.recurrent_kernel) for cell in cells], projected)
+            cells, [_cast(cell.recurrent_kernel, dtype) for cell in cells], projected)
         y = tf.concat([forward, reverse(backward)], axis=-1) * keep  # (batch, S, hidden)
         x = y + x if encoder.residual and i >= 1 else y
     return x * keep, mask

@@ -129,3 +129,49 @@ def test_beams_read_one_memory_per_sentence(kind):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     weights = per_sentence[2].numpy()  # (2 * beam, S)
     np.testing.assert_array_equal(weights[beam:, ~MASK[1]], 0.0)  # sentence 1's padding
+
+
+def make_encoder(cell: str, layers: int = 2, residual: bool = True, seed: int = 0):
+    from nmt.encoder import Encoder
+
+    keras.utils.set_random_seed(seed)
+    encoder = Encoder(keras.layers.Embedding(30, 6), hidden_dim=8, num_layers=layers,
+                      cell=cell, residual=residual)
+    encoder(tf.ones([1, 2], tf.int32))  # builds
+    for layer in encoder.rnn_layers:  # non-zero biases, so misplaced ones show
+        for direction in (layer.forward_layer, layer.backward_layer):
+            bias = direction.cell.bias
+            bias.assign(np.random.default_rng(seed).normal(size=bias.shape))
+    return encoder
+
+
+# Right-padded sentences of lengths 5, 2 and 1 (0 = padding).
+SOURCE = tf.constant([[5, 6, 7, 8, 2], [9, 2, 0, 0, 0], [2, 0, 0, 0, 0]], tf.int32)
+
+
+@pytest.mark.parametrize("cell, layers, residual", [("lstm", 2, True), ("gru", 2, True),
+                                                    ("lstm", 1, False), ("gru", 3, False)])
+def test_inference_encoder_equals_the_keras_encoder(cell, layers, residual):
+    encoder = make_encoder(cell, layers, residual)
+    want_memory, want_mask = encoder(SOURCE)
+    got_memory, got_mask = step_kernels.encode(encoder, SOURCE, tf.float32)
+    np.testing.assert_array_equal(got_mask, want_mask)
+    np.testing.assert_allclose(got_memory, want_memory, rtol=1e-5, atol=1e-6)
+    assert not np.any(got_memory.numpy()[~want_mask.numpy()])  # padding positions are zero
+
+
+def test_inference_encoder_backward_direction_starts_at_each_sentence_end():
+    """Padding after a sentence must not reach its backward states: the same
+    sentence encodes the same alone and padded in a longer batch."""
+    encoder = make_encoder("lstm")
+    alone, _ = step_kernels.encode(encoder, SOURCE[1:2, :2], tf.float32)
+    padded, _ = step_kernels.encode(encoder, SOURCE, tf.float32)
+    np.testing.assert_allclose(padded[1, :2], alone[0], rtol=1e-5, atol=1e-6)
+
+
+def test_inference_encoder_in_bfloat16_stays_close():
+    encoder = make_encoder("lstm")
+    want, _ = encoder(SOURCE)
+    got, _ = step_kernels.encode(encoder, SOURCE, tf.bfloat16)
+    assert got.dtype == tf.float32
+    np.testing.assert_allclose(got, want, atol=3e-2)
