@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import resource
 import sys
 import tempfile
 import time
@@ -36,6 +35,7 @@ sys.path.insert(0, str(REPO))
 from batch.engines import LocalEngine, ServerEngine  # noqa: E402
 from batch.job import JobConfig, run_job  # noqa: E402
 from bench.inputs import SENTENCES_HELP, TRAFFIC_MIX, read_sentences  # noqa: E402
+from bench.memory import peak_rss_mb, rss_mb  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
 from nmt.types import DecodeOptions  # noqa: E402
 from training.machine import cpu_model  # noqa: E402
@@ -60,16 +60,6 @@ def write_input(path: Path, lines: int, source: Path) -> None:
             f.write(pool[i % len(pool)] + "\n")
 
 
-def rss_mb() -> float:
-    """Current resident set size in MB (Linux)."""
-    pages = int(Path("/proc/self/statm").read_text().split()[1])
-    return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
-
-
-def max_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6  # KiB on Linux
-
-
 def measure(name: str, engine, config: JobConfig, trace: bool) -> dict:
     engine.translate(["Warm up the model."])
     loaded = rss_mb()
@@ -84,7 +74,7 @@ def measure(name: str, engine, config: JobConfig, trace: bool) -> dict:
         tracemalloc.stop()
     lines = sum(1 for _ in open(config.input, "rb"))
     return {"path": name, "lines": lines, "seconds": seconds, "lines_s": lines / seconds,
-            "rss_loaded": loaded, "rss_peak": max(peak), "maxrss": max_rss_mb(), "heap": heap}
+            "rss_loaded": loaded, "rss_peak": max(peak), "maxrss": peak_rss_mb(), "heap": heap}
 
 
 def print_table(rows: list[dict], args) -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import sys
 import time
 from pathlib import Path
@@ -35,17 +34,12 @@ import tensorflow as tf  # noqa: E402
 
 from bench.flops import decoder_step_macs, encoder_macs, matmul_peak  # noqa: E402
 from bench.inputs import SENTENCES_HELP, TRAFFIC_MIX, machine, read_sentences  # noqa: E402
+from bench.memory import peak_rss_mb  # noqa: E402
 from nmt.model import ModelConfig  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
 from nmt.translator import Translator  # noqa: E402
 
 ORDERS = ("file", "sorted")
-
-
-def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far (ru_maxrss is KiB on Linux)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 1024 / (1024 if sys.platform == "darwin" else 1)
 
 
 def in_order(sentences: list[str], order: str) -> list[str]:

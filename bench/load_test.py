@@ -34,6 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
 from bench.inputs import TRAFFIC_MIX, machine  # noqa: E402
+from bench.memory import rss_mb  # noqa: E402
 from nmt.corpus import read_lines  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
 from nmt_api.client import AsyncTranslationClient, TranslationClient  # noqa: E402
@@ -49,17 +50,6 @@ SENTENCES = [
     "I have never seen this film.", "We should leave before it gets dark.",
     "Could you tell me where the museum is?",
 ]
-
-
-def rss_mb(pid: int) -> float:
-    """Resident memory of a process (Linux), in MB; NaN elsewhere."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
 
 
 def start_server(model: Path, batching: bool, log_path: Path, extra: Sequence[str] = ()
