@@ -259,7 +259,7 @@ class AttentionDecoder(keras.layers.Layer):
         output, state, weights = self._step_core(embedded, state, memory, training, kernels)
         if kernels is None:
             return self.projection(output), state, weights
-        return step_kernels.project(self.projection, output, kernels.projection), state, weights
+        return step_kernels.project(kernels, output), state, weights
 
     def _teacher_forced_scan(self, embedded, memory: Memory, training):
         """Runs `_step_core` over time with tf.scan -> outputs, attention."""

@@ -20,7 +20,8 @@ import tensorflow as tf
 from nmt import alignment, step_kernels
 from nmt.constants import MAX_SENTENCE_TOKENS, METADATA_PATH
 from nmt.model import ModelConfig, Seq2Seq
-from nmt.search import beam_search, tile_beams
+from nmt.search import VOCAB_BLOCK, beam_search, tile_beams
+from nmt.shortlist import Shortlist, batch_vocabulary
 from nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, TokenizerPair
 from nmt.types import DecodeOptions
 
@@ -49,19 +50,42 @@ class TranslationModule(tf.Module):
         matmul_dtype: dtype of the matrix products of the encoder and the
             decoder step in translation (`tf.bfloat16` casts their weights
             once per call); everything else computes in float32.
+        shortlist: restricts each batch's search to the target ids it lists
+            (`nmt.shortlist`); None searches the whole vocabulary. `align`
+            always scores over the whole vocabulary.
     """
 
     def __init__(self, model: Seq2Seq, tokenizers: TokenizerPair, metadata: dict | None = None,
-                 matmul_dtype: tf.DType = tf.float32):
+                 matmul_dtype: tf.DType = tf.float32, shortlist: Shortlist | None = None):
         super().__init__(name="translation")
         self.model = model
         self.matmul_dtype = matmul_dtype
+        self.shortlist = shortlist
+        if shortlist is not None:  # saved with the weights
+            self.shortlist_frequent = tf.Variable(shortlist.frequent, trainable=False,
+                                                  name="shortlist_frequent")
+            self.shortlist_translations = tf.Variable(shortlist.translations, trainable=False,
+                                                      name="shortlist_translations")
         self.source_tokenizer = tokenizers.source
         self.target_tokenizer = tokenizers.target
         self.metadata = dict(metadata or {})
         # An ordered list of the weights, so a rebuilt model can restore them by
         # position (see `module_from_export`).
         self.model_weights = list(model.weights)
+
+    def with_shortlist(self, shortlist: Shortlist | None,
+                       source: str | None = None) -> TranslationModule:
+        """The same model and tokenizers with another shortlist (None: the whole vocabulary).
+
+        Args:
+            source: where the shortlist came from, recorded in the metadata.
+        """
+        metadata = {key: value for key, value in self.metadata.items() if key != "shortlist"}
+        if shortlist is not None:
+            metadata["shortlist"] = {**shortlist.settings, **({"corpus": source} if source else {})}
+        tokenizers = TokenizerPair(source=self.source_tokenizer, target=self.target_tokenizer,
+                                   joint=False)
+        return TranslationModule(self.model, tokenizers, metadata, self.matmul_dtype, shortlist)
 
     # --- the graph ----------------------------------------------------------------
 
@@ -79,13 +103,22 @@ class TranslationModule(tf.Module):
         # The memory stays one row per sentence: a step attends with K queries per sentence.
         state = tile_beams(self.model.initial_state(memory), beam)
         kernels = self.model.decoder.cast_kernels(self.matmul_dtype)  # once, not per step
+        if self.shortlist is None:
+            vocab = tf.range(self.model.config.target_vocab_size)  # (V,)
+        else:
+            # The search runs over positions in `vocab`; the special ids keep
+            # their values as positions (see batch_vocabulary).
+            vocab = batch_vocabulary(self.shortlist_frequent, self.shortlist_translations,
+                                     source, multiple=VOCAB_BLOCK)  # (V',)
+            kernels = kernels.restrict(vocab)
 
         # PAD and BOS never occur inside a target sentence; an untrained or weak
         # model could still pick them, so they are excluded from the search.
-        vocab = tf.range(self.model.config.target_vocab_size)  # (V,)
-        banned = tf.where((vocab == PAD_ID) | (vocab == BOS_ID), float("-inf"), 0.0)  # (V,)
+        banned = tf.where((vocab == PAD_ID) | (vocab == BOS_ID), float("-inf"), 0.0)  # (V',)
 
         def step_fn(tokens, state, memory):  # memory: the sentences still searched
+            if self.shortlist is not None:
+                tokens = tf.gather(vocab, tokens)
             logits, state, weights = self.model.decode_step(tokens, state, memory, kernels)
             return tf.nn.log_softmax(logits + banned), state, weights
 
@@ -94,13 +127,17 @@ class TranslationModule(tf.Module):
             tf.math.ceil(tf.cast(source_lengths, tf.float32) * options["max_length_ratio"]),
             tf.int32,
         ) + options["max_length_offset"]
-        return beam_search(
+        result = beam_search(
             step_fn, state, batch_size=batch, beam_size=beam, max_lengths=max_lengths,
             source_lengths=source_lengths, bos_id=BOS_ID, eos_id=EOS_ID,
             length_penalty=options["length_penalty"],
             coverage_penalty=options["coverage_penalty"], n_best=options["n_best"],
             context=memory,
         )
+        if self.shortlist is None:
+            return result
+        # Padding positions hold 0, which is PAD's position too.
+        return result._replace(tokens=tf.gather(vocab, result.tokens))
 
     def _translate(self, sentences, options):
         """All outputs with an n-best axis N: `(batch, N, ...)`."""
@@ -192,11 +229,13 @@ EXPORT_PRECISIONS = {"float32": tf.float32, "bfloat16": tf.bfloat16}
 
 
 def build_module(config: ModelConfig, tokenizers: TokenizerPair,
-                 metadata: dict | None = None, precision: str = "float32") -> TranslationModule:
+                 metadata: dict | None = None, precision: str = "float32",
+                 shortlist: Shortlist | None = None) -> TranslationModule:
     """A fresh (untrained) model wrapped in a `TranslationModule`.
 
     Args:
         precision: a key of `EXPORT_PRECISIONS`; recorded in the metadata.
+        shortlist: see `TranslationModule`; its settings go into the metadata.
     """
     if precision not in EXPORT_PRECISIONS:
         raise ValueError(
@@ -204,8 +243,13 @@ def build_module(config: ModelConfig, tokenizers: TokenizerPair,
         )
     model = Seq2Seq(config, dtype="float32")
     model.build_for()
-    return TranslationModule(model, tokenizers, {**(metadata or {}), "precision": precision},
-                             matmul_dtype=EXPORT_PRECISIONS[precision])
+    metadata = {**(metadata or {}), "precision": precision}
+    if shortlist is None:
+        metadata.pop("shortlist", None)
+    else:
+        metadata["shortlist"] = {**metadata.get("shortlist", {}), **shortlist.settings}
+    return TranslationModule(model, tokenizers, metadata,
+                             matmul_dtype=EXPORT_PRECISIONS[precision], shortlist=shortlist)
 
 
 def export_saved_model(module: TranslationModule, base_dir: str | os.PathLike,
@@ -255,12 +299,15 @@ def read_metadata(version_dir: str | os.PathLike) -> dict:
     return json.loads((Path(version_dir) / METADATA_PATH).read_text())
 
 
-def module_from_export(version_dir: str | os.PathLike,
-                       precision: str | None = None) -> TranslationModule:
+def module_from_export(version_dir: str | os.PathLike, precision: str | None = None,
+                       shortlist: Shortlist | None = None,
+                       keep_shortlist: bool = True) -> TranslationModule:
     """Rebuilds a `TranslationModule` from an export (to re-export without retraining).
 
     Args:
         precision: as for `build_module`; None keeps the export's own.
+        shortlist: a new shortlist for the module; None keeps the export's
+            own (if any) unless `keep_shortlist` is False.
     """
     version_dir = Path(version_dir)
     metadata = read_metadata(version_dir)
@@ -272,7 +319,10 @@ def module_from_export(version_dir: str | os.PathLike,
         target=SubwordTokenizer(_asset_bytes(loaded.target_tokenizer), "fr"),
         joint=False,
     )
-    module = build_module(config, tokenizers, metadata, precision)
+    if shortlist is None and keep_shortlist and hasattr(loaded, "shortlist_translations"):
+        shortlist = Shortlist(frequent=loaded.shortlist_frequent.numpy(),
+                              translations=loaded.shortlist_translations.numpy())
+    module = build_module(config, tokenizers, metadata, precision, shortlist)
     checkpoint = tf.train.Checkpoint(model_weights=module.model_weights)
     status = checkpoint.read(str(version_dir / "variables" / "variables"))
     status.expect_partial().assert_existing_objects_matched()

@@ -61,8 +61,8 @@ _DEFAULTS = DecodeOptions()
 # attended to gets a large finite penalty instead of -inf (and no NaN at beta=0).
 _COVERAGE_FLOOR = 1e-10
 # Vocabulary block size of top_k_expansions; 64 measured fastest for 1k-16k
-# vocabularies and beams of 1-5.
-_BLOCK = 64
+# vocabularies and beams of 1-5. A vocabulary of a multiple of it needs no padding.
+VOCAB_BLOCK = 64
 
 
 class SearchResult(NamedTuple):
@@ -203,7 +203,7 @@ def top_k_expansions(
 
     Equal to `top_k` over `beam_log_probs[b, i] + log_probs[b * K + i, v]` for
     all `(i, v)`, but faster: `top_k` on CPU costs far more per value than
-    `reduce_max`, so it first picks the k best blocks of `_BLOCK` vocabulary
+    `reduce_max`, so it first picks the k best blocks of `VOCAB_BLOCK` vocabulary
     entries by their maximum (the k best values lie in at most k blocks) and
     only sorts those. Blocks are taken in index order so ties break like
     `top_k`, towards the lower index.
@@ -218,17 +218,18 @@ def top_k_expansions(
     """
     batch, beam_size = tf.shape(beam_log_probs)[0], tf.shape(beam_log_probs)[1]
     vocab = tf.shape(log_probs)[1]
-    n_blocks = (vocab + _BLOCK - 1) // _BLOCK
-    padded = tf.pad(log_probs, [[0, 0], [0, n_blocks * _BLOCK - vocab]], constant_values=_NEG_INF)
-    blocks = tf.reshape(padded, [batch, beam_size * n_blocks, _BLOCK])  # (B, K*nb, m)
+    n_blocks = (vocab + VOCAB_BLOCK - 1) // VOCAB_BLOCK
+    padded = tf.pad(log_probs, [[0, 0], [0, n_blocks * VOCAB_BLOCK - vocab]],
+                    constant_values=_NEG_INF)
+    blocks = tf.reshape(padded, [batch, beam_size * n_blocks, VOCAB_BLOCK])  # (B, K*nb, m)
     offsets = tf.repeat(beam_log_probs, n_blocks, axis=1)  # (B, K*nb)
     n_top = tf.minimum(k, beam_size * n_blocks)
     _, top = tf.math.top_k(tf.reduce_max(blocks, axis=-1) + offsets, k=n_top)  # (B, k)
     top = tf.sort(top, axis=1)
     values = gather_beams(blocks, top) + gather_beams(offsets, top)[:, :, None]  # (B, k, m)
-    values, positions = tf.math.top_k(tf.reshape(values, [batch, n_top * _BLOCK]), k=k)
-    block = gather_beams(top, positions // _BLOCK)  # (B, k)
-    tokens = (block % n_blocks) * _BLOCK + positions % _BLOCK
+    values, positions = tf.math.top_k(tf.reshape(values, [batch, n_top * VOCAB_BLOCK]), k=k)
+    block = gather_beams(top, positions // VOCAB_BLOCK)  # (B, k)
+    tokens = (block % n_blocks) * VOCAB_BLOCK + positions % VOCAB_BLOCK
     # Padding is only picked when fewer than k expansions are finite; any real
     # token id will do for those dead beams.
     return values, block // n_blocks, tf.minimum(tokens, vocab - 1)

@@ -30,11 +30,18 @@ class StepKernels(NamedTuple):
         dense: kernel of each `Dense` layer of the step, by layer name.
         projection: `(d, V)`, the output projection (the embedding
             transposed when tied).
+        projection_bias: float32 `(V,)`, its bias.
     """
 
     cells: tuple
     dense: dict
     projection: tf.Tensor
+    projection_bias: tf.Tensor
+
+    def restrict(self, ids: tf.Tensor) -> StepKernels:
+        """The same step with logits for target ids `ids` `(V',)` only, in that order."""
+        return self._replace(projection=tf.gather(self.projection, ids, axis=1),
+                             projection_bias=tf.gather(self.projection_bias, ids))
 
 
 def _cast(weight, dtype: tf.DType) -> tf.Tensor:
@@ -61,6 +68,7 @@ def cast_kernels(cells, dense_layers, projection, dtype: tf.DType) -> StepKernel
                     for cell in cells),
         dense={layer.name: _cast(layer.kernel, dtype) for layer in dense_layers},
         projection=projection_kernel,
+        projection_bias=tf.convert_to_tensor(projection.bias),
     )
 
 
@@ -77,9 +85,9 @@ def dense(layer: keras.layers.Dense, x: tf.Tensor, kernel: tf.Tensor) -> tf.Tens
     return layer.activation(y)
 
 
-def project(projection, x: tf.Tensor, kernel: tf.Tensor) -> tf.Tensor:
-    """`projection(x)`, float32 logits, with `kernel` `(d, V)`."""
-    return matmul(x, kernel) + tf.convert_to_tensor(projection.bias)
+def project(kernels: StepKernels, x: tf.Tensor) -> tf.Tensor:
+    """The output projection of `x`: float32 logits `(..., V)`."""
+    return matmul(x, kernels.projection) + kernels.projection_bias
 
 
 def _is_lstm(cell) -> bool:

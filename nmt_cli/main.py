@@ -85,6 +85,15 @@ def _add_export(sub) -> None:
     p.add_argument("--precision", choices=("float32", "bfloat16"),
                    help="compute in float32 (the default with --run) or with bfloat16 matrix "
                         "products; with --from-export, defaults to the export's own")
+    short = p.add_mutually_exclusive_group()
+    short.add_argument("--shortlist-corpus", metavar="TSV",
+                       help="restrict each batch's search to a vocabulary shortlist learnt from "
+                            "these (English, French) training pairs (faster; see nmt/shortlist.py)")
+    short.add_argument("--no-shortlist", action="store_true",
+                       help="with --from-export: search the whole vocabulary again")
+    p.add_argument("--shortlist-size", type=int, nargs=2, default=(500, 100),
+                   metavar=("FREQUENT", "PER_SOURCE"),
+                   help="target tokens always kept, and kept per source token (default: 500 100)")
     p.add_argument("--metadata", help="JSON file of extra metadata (scores, attribution)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing version (e.g. re-export after a format change)")
@@ -119,6 +128,19 @@ def _export(args) -> int:
                 module.metadata[key] = {**module.metadata[key], **value}
             else:
                 module.metadata[key] = value
+    if args.shortlist_corpus:
+        from nmt.corpus import read_pairs
+        from nmt.shortlist import shortlist_from_pairs
+        from nmt.tokenizer import TokenizerPair
+
+        tokenizers = TokenizerPair(source=module.source_tokenizer,
+                                   target=module.target_tokenizer, joint=False)
+        frequent, per_source = args.shortlist_size
+        shortlist = shortlist_from_pairs(read_pairs(args.shortlist_corpus), tokenizers,
+                                         frequent=frequent, per_source=per_source)
+        module = module.with_shortlist(shortlist, Path(args.shortlist_corpus).name)
+    elif args.no_shortlist:
+        module = module.with_shortlist(None)
     path = export_saved_model(module, args.out, version, overwrite=args.overwrite)
     print(path)
     return 0

@@ -21,7 +21,8 @@ from nmt.constants import METADATA_PATH
 
 ATTRIBUTION = "Sentence pairs from www.manythings.org/anki and tatoeba.org (CC-BY 2.0 FR)"
 
-def reproduce(version: str, average: int = 0, precision: str = "float32") -> tuple[str, ...]:
+def reproduce(version: str, average: int = 0, precision: str = "float32",
+              shortlist: dict | None = None) -> tuple[str, ...]:
     """The commands that produce export `version` and its scores (from the repo root,
     with the data under $NMT_DATA_DIR, by default ../shared/data beside the checkout)."""
     export = f"models/en-fr/{version}"
@@ -29,10 +30,15 @@ def reproduce(version: str, average: int = 0, precision: str = "float32") -> tup
     ood = f"{data}/out-of-domain"
     averaging = f" --average {average}" if average else ""
     averaging += f" --precision {precision}" if precision != "float32" else ""
+    listing = ""
+    if shortlist:
+        listing = (f"    --shortlist-corpus {data}/anki-fra-eng/{shortlist['corpus']} "
+                   f"--shortlist-size {shortlist['frequent']} {shortlist['per_source_token']} \\\n")
     return (
         "pip install '.[align]'   # eflomal, for the guided-alignment links (training only)",
         "nmt train --config training/configs/en-fr.yaml --run runs/en-fr",
         f"nmt export --run runs/en-fr --out models/en-fr --version {version}{averaging} \\\n"
+        f"{listing}"
         "    --metadata training/configs/en-fr.metadata.json",
         f"nmt evaluate --model models/en-fr --test {data}/anki-fra-eng/test.tsv \\\n"
         f"    --alibi {data}/alibi-enfr-alignments --json models/en-fr/evaluation.json",
@@ -106,6 +112,16 @@ def _precision(precision: str) -> str:
             "float32, everything else computed in float32)")
 
 
+def _shortlist(shortlist: dict | None) -> str:
+    if not shortlist:
+        return ""
+    return (f" Each batch is searched over a vocabulary shortlist: the "
+            f"{shortlist['frequent']} most frequent target pieces and the "
+            f"{shortlist['per_source_token']} likeliest translations of each source piece "
+            f"(IBM Model 1 on `{shortlist.get('corpus', 'the training pairs')}`); "
+            "`align` scores over the whole vocabulary.")
+
+
 def _other_sets(other: dict[str, dict]) -> list[str]:
     rows = []
     for name, result in other.items():
@@ -142,7 +158,8 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         f"- Joint SentencePiece vocabulary of {model['target_vocab_size']} pieces, "
         "applied inside the graph (tensorflow-text).",
         f"- {summary['parameters']:,} parameters; the export is {_size_mb(export):.1f} MB "
-        f"and {_precision(metadata.get('precision', 'float32'))}.",
+        f"and {_precision(metadata.get('precision', 'float32'))}."
+        + _shortlist(metadata.get("shortlist")),
         "",
         "## Data",
         "",
@@ -193,7 +210,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "",
         "```sh",
         *reproduce(export.name, len(metadata.get("averaged_checkpoints") or ()),
-                   metadata.get("precision", "float32")),
+                   metadata.get("precision", "float32"), metadata.get("shortlist")),
         "```",
         "",
         "- Config (`training/configs/en-fr.yaml`, as the run saved it; paths relative to "

@@ -14,12 +14,14 @@ from tensorflow.core.protobuf import saved_model_pb2
 
 from nmt.constants import MAX_SENTENCE_TOKENS
 from nmt.export import (
+    DEFAULT_OPTIONS,
     TranslationModule,
     export_saved_model,
     module_from_export,
     read_metadata,
 )
-from nmt.tokenizer import SubwordTokenizer, TokenizerPair
+from nmt.shortlist import Shortlist, batch_vocabulary
+from nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, TokenizerPair
 
 LONG = (
     "The children want to read a new book about the old city, and they like coffee, "
@@ -400,3 +402,71 @@ def test_bfloat16_reexport_multiplies_in_bfloat16_with_the_same_ops(exports, tmp
     again = tmp_path / "again"
     assert main(["export", "--from-export", str(version), "--out", str(again)]) == 0
     assert read_metadata(again / version.name)["precision"] == "bfloat16"
+
+
+# ------------------------------------------------------------------------------ shortlists
+
+
+def whole_vocabulary(module) -> Shortlist:
+    config = module.model.config
+    return Shortlist(frequent=np.arange(config.target_vocab_size, dtype=np.int32),
+                     translations=np.full((config.source_vocab_size, 1), EOS_ID, np.int32))
+
+
+def test_a_shortlist_of_the_whole_vocabulary_changes_nothing(module):
+    listed = module.with_shortlist(whole_vocabulary(module))
+    options = {k: tf.constant(v, OPTION_DTYPES[k]) for k, v in OPTIONS.items()}
+    for name, batch in BATCHES.items():
+        want = module.translate_with_options(tf.constant(batch), **options)
+        got = listed.translate_with_options(tf.constant(batch), **options)
+        for key, value in want.items():
+            if value.dtype == tf.string:
+                assert got[key].numpy().tolist() == value.numpy().tolist(), (name, key)
+            else:
+                np.testing.assert_allclose(got[key], value, atol=1e-5, err_msg=f"{name} {key}")
+
+
+def test_a_shortlist_limits_the_search_to_the_batch_vocabulary(module):
+    config = module.model.config
+    rng = np.random.default_rng(3)
+    shortlist = Shortlist(
+        frequent=np.array([10, 11, 12], np.int32),
+        translations=rng.integers(4, config.target_vocab_size, (config.source_vocab_size, 2),
+                                  dtype=np.int32))
+    listed = module.with_shortlist(shortlist)
+    source = listed._encode_sources(tf.constant(BATCHES["mixed"]))
+    result = listed._search(source, {**DEFAULT_OPTIONS, "beam_size": 3, "n_best": 3})
+    allowed = set(batch_vocabulary(tf.constant(shortlist.frequent),
+                                   tf.constant(shortlist.translations), source).numpy())
+    produced = set(result.tokens.numpy().ravel()) - {PAD_ID}
+    assert produced and produced <= allowed - {PAD_ID, BOS_ID}
+    # Without the list the untrained model uses words outside it.
+    full = module._search(source, {**DEFAULT_OPTIONS, "beam_size": 3, "n_best": 3})
+    assert set(full.tokens.numpy().ravel()) - allowed
+
+
+def test_cli_builds_a_shortlist_that_reexports_keep(exports, tiny_pairs_path, tmp_path):
+    from nmt_cli.main import main
+
+    listed_dir = tmp_path / "listed"
+    assert main(["export", "--from-export", str(exports["first"]), "--out", str(listed_dir),
+                 "--shortlist-corpus", str(tiny_pairs_path), "--shortlist-size", "20", "5"]) == 0
+    version = listed_dir / exports["first"].name
+    assert read_metadata(version)["shortlist"] == {
+        "frequent": 20, "per_source_token": 5, "corpus": tiny_pairs_path.name}
+    loaded = tf.saved_model.load(str(version))
+    assert loaded.shortlist_translations.shape[1] == 5
+    out = loaded.signatures["serving_default"](sentences=tf.constant(BATCHES["mixed"]))
+    assert out["translations"].shape == (len(BATCHES["mixed"]),)
+    # Two more core ops: the union of ids, and the lists read from their variable.
+    assert graph_ops(version) - graph_ops(exports["first"]) <= {"Unique", "ResourceGather"}
+
+    kept = module_from_export(version)
+    np.testing.assert_array_equal(kept.shortlist.translations,
+                                  loaded.shortlist_translations.numpy())
+    assert kept.metadata["shortlist"]["corpus"] == tiny_pairs_path.name
+    full_dir = tmp_path / "full"
+    assert main(["export", "--from-export", str(version), "--out", str(full_dir),
+                 "--no-shortlist"]) == 0
+    assert "shortlist" not in read_metadata(full_dir / version.name)
+    assert module_from_export(full_dir / version.name).shortlist is None

@@ -86,9 +86,13 @@ def test_dense_and_projection_equal_the_layers(tied):
         step_kernels.dense(decoder.deep_output, x, kernels.dense["deep_output"]),
         decoder.deep_output(x), rtol=1e-5, atol=1e-6)
     out = x[:, :8]
-    np.testing.assert_allclose(step_kernels.project(decoder.projection, out, kernels.projection),
+    np.testing.assert_allclose(step_kernels.project(kernels, out),
                                decoder.projection(out), rtol=1e-5, atol=1e-5)
     assert kernels.projection.shape == (8, 30)  # (d, V), the embedding transposed when tied
+    ids = tf.constant([3, 0, 29, 7])
+    np.testing.assert_allclose(step_kernels.project(kernels.restrict(ids), out),
+                               tf.gather(decoder.projection(out), ids, axis=1),
+                               rtol=1e-5, atol=1e-5)
 
 
 STEP_CASES = [("luong", "lstm", 1, {"input_feeding": False}),

@@ -25,6 +25,7 @@ def test_card_reports_measured_figures(tmp_path):
     (export / METADATA_PATH).parent.mkdir(parents=True)
     (export / METADATA_PATH).write_text(json.dumps({
         "attention": "luong-general", "precision": "bfloat16",
+        "shortlist": {"frequent": 500, "per_source_token": 100, "corpus": "train.tsv"},
         "model_config": {"encoder_layers": 2, "decoder_layers": 1, "cell": "lstm",
                          "hidden_dim": 512, "embedding_dim": 256, "share_embeddings": True,
                          "tie_embeddings": True, "target_vocab_size": 8000},
@@ -54,6 +55,8 @@ def test_card_reports_measured_figures(tmp_path):
     assert "16,190 long examples made by joining" in card
     assert "multiplies matrices in bfloat16" in card
     assert "--version 3 --precision bfloat16" in card  # the export command reproduces it
+    assert "the 500 most frequent target pieces and the 100 likeliest" in card
+    assert "--shortlist-corpus ../shared/data/anki-fra-eng/train.tsv --shortlist-size 500 100" in card
 
 
 def test_card_of_an_averaged_export_says_so(tmp_path):
@@ -78,3 +81,4 @@ def test_card_of_an_averaged_export_says_so(tmp_path):
     assert "a machine the run did not record" in card
     assert "No guided alignment" in card
     assert "No joined examples" in card and "computes in float32" in card
+    assert "shortlist" not in card
