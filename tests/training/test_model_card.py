@@ -56,7 +56,8 @@ def test_card_reports_measured_figures(tmp_path):
     assert "multiplies matrices in bfloat16" in card
     assert "--version 3 --precision bfloat16" in card  # the export command reproduces it
     assert "the 500 most frequent target pieces and the 100 likeliest" in card
-    assert "--shortlist-corpus ../shared/data/anki-fra-eng/train.tsv --shortlist-size 500 100" in card
+    assert ("--shortlist-corpus ../shared/data/anki-fra-eng/train.tsv --shortlist-size 500 100"
+            in card)
 
 
 def test_card_of_an_averaged_export_says_so(tmp_path):
