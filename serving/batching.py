@@ -1,9 +1,11 @@
 """Dynamic batching: sentences of concurrent requests share model calls.
 
 Sentences to translate and (source, target) pairs to align wait in one queue.
-A batch is formed when a group of items of the same kind (and, for
-translations, the same decoding options) reaches `max_batch_size`, or when
-the oldest item has waited `max_wait_ms`. A batch holds the oldest item plus
+A batch is formed when a model worker is free and a group of items of the
+same kind (and, for translations, the same decoding options) reaches
+`max_batch_size`, or the oldest item has waited `max_wait_ms` (by default 0:
+at once, since items that arrive while the workers are busy batch together
+anyway, and waiting only adds latency when the server is idle). A batch holds the oldest item plus
 the others of its group closest to it in length, so padding stays small. At
 most `workers` model calls run at once, in threads, so the event loop never
 blocks; while they run, the queue fills and the next batch forms at once.
@@ -43,7 +45,8 @@ class BatchingConfig:
         enabled: share model calls between requests; when False every request
             is translated on its own (still split into `max_batch_size` chunks).
         max_batch_size: sentences (or Align pairs) per model call.
-        max_wait_ms: longest a sentence waits for others to join its batch.
+        max_wait_ms: longest a sentence waits for others to join its batch
+            while a worker is free.
         max_queue: sentences and pairs allowed to wait; beyond it requests are
             refused with RESOURCE_EXHAUSTED (HTTP 429).
         workers: model calls running at once.
@@ -51,7 +54,7 @@ class BatchingConfig:
 
     enabled: bool = True
     max_batch_size: int = 32
-    max_wait_ms: float = 5.0
+    max_wait_ms: float = 0.0
     max_queue: int = 4096
     workers: int = 1
 

@@ -132,6 +132,19 @@ def test_a_lone_sentence_waits_max_wait_for_company():
     assert run(test, BatchingConfig(max_wait_ms=150)) >= 0.14
 
 
+def test_by_default_a_lone_sentence_runs_at_once_and_the_busy_time_fills_the_next_batch():
+    async def test(batcher, model, metrics):
+        blocker = await _blocker(batcher, model)  # went alone, without waiting
+        tasks = [asyncio.ensure_future(batcher.translate([s], DecodeOptions())) for s in "abc"]
+        await asyncio.sleep(0.05)
+        model.gate.set()
+        await asyncio.gather(blocker, *tasks)
+        assert [call for call, _ in model.calls] == [["blocker"], ["a", "b", "c"]]
+
+    assert BatchingConfig().max_wait_ms == 0
+    run(test)
+
+
 def test_without_batching_requests_never_share_a_call():
     async def test(batcher, model, metrics):
         requests = [["a", "b"], ["c"], ["d", "e", "f"]]
