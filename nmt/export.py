@@ -21,7 +21,7 @@ from nmt import alignment, step_kernels
 from nmt.constants import MAX_SENTENCE_TOKENS, METADATA_PATH
 from nmt.model import ModelConfig, Seq2Seq
 from nmt.search import VOCAB_BLOCK, beam_search, tile_beams
-from nmt.shortlist import Shortlist, batch_vocabulary
+from nmt.shortlist import Shortlist, batch_vocabulary, sentence_vocabularies
 from nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, TokenizerPair
 from nmt.types import DecodeOptions
 
@@ -103,24 +103,37 @@ class TranslationModule(tf.Module):
         # The memory stays one row per sentence: a step attends with K queries per sentence.
         state = tile_beams(self.model.initial_state(memory), beam)
         kernels = self.model.decoder.cast_kernels(self.matmul_dtype)  # once, not per step
-        if self.shortlist is None:
-            vocab = tf.range(self.model.config.target_vocab_size)  # (V,)
-        else:
-            # The search runs over positions in `vocab`; the special ids keep
-            # their values as positions (see batch_vocabulary).
-            vocab = batch_vocabulary(self.shortlist_frequent, self.shortlist_translations,
-                                     source, multiple=VOCAB_BLOCK)  # (V',)
-            kernels = kernels.restrict(vocab)
-
         # PAD and BOS never occur inside a target sentence; an untrained or weak
         # model could still pick them, so they are excluded from the search.
-        banned = tf.where((vocab == PAD_ID) | (vocab == BOS_ID), float("-inf"), 0.0)  # (V',)
+        if self.shortlist is None:
+            vocab = tf.range(self.model.config.target_vocab_size)  # (V,)
+            banned = tf.where((vocab == PAD_ID) | (vocab == BOS_ID), float("-inf"), 0.0)
+            context = memory
+        else:
+            # Logits for the batch's shortlist only; the search runs over positions in
+            # `vocab` (the special ids keep their values as positions), each sentence
+            # over its own list (`sentence_banned`, one row per sentence, in `context`
+            # so that it leaves the search with its sentence).
+            vocab = batch_vocabulary(self.shortlist_frequent, self.shortlist_translations,
+                                     source, multiple=VOCAB_BLOCK)  # (V',)
+            allowed = sentence_vocabularies(
+                self.shortlist_frequent, self.shortlist_translations, source, vocab,
+                self.model.config.target_vocab_size) & (vocab != PAD_ID) & (vocab != BOS_ID)
+            context = (memory, tf.where(allowed, 0.0, float("-inf")))  # (batch, V')
+            kernels = kernels.restrict(vocab)
 
-        def step_fn(tokens, state, memory):  # memory: the sentences still searched
-            if self.shortlist is not None:
-                tokens = tf.gather(vocab, tokens)
-            logits, state, weights = self.model.decode_step(tokens, state, memory, kernels)
-            return tf.nn.log_softmax(logits + banned), state, weights
+        def step_fn(tokens, state, context):  # context: rows of the sentences still searched
+            if self.shortlist is None:
+                logits, state, weights = self.model.decode_step(tokens, state, context, kernels)
+                return tf.nn.log_softmax(logits + banned), state, weights
+            memory, sentence_banned = context
+            logits, state, weights = self.model.decode_step(
+                tf.gather(vocab, tokens), state, memory, kernels)
+            # Normalised over each sentence's own list: a translation does not depend
+            # on the sentences batched with it.
+            shape = tf.shape(sentence_banned)
+            by_sentence = tf.reshape(logits, [shape[0], -1, shape[1]]) + sentence_banned[:, None]
+            return tf.nn.log_softmax(tf.reshape(by_sentence, tf.shape(logits))), state, weights
 
         source_lengths = tf.reduce_sum(tf.cast(memory.mask, tf.int32), axis=1)  # (batch,)
         max_lengths = tf.cast(
@@ -132,7 +145,7 @@ class TranslationModule(tf.Module):
             source_lengths=source_lengths, bos_id=BOS_ID, eos_id=EOS_ID,
             length_penalty=options["length_penalty"],
             coverage_penalty=options["coverage_penalty"], n_best=options["n_best"],
-            context=memory,
+            context=context,
         )
         if self.shortlist is None:
             return result

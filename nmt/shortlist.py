@@ -2,21 +2,23 @@
 
 Most of a search step's work grows with the target vocabulary: the output
 product `(rows, d) x (d, V)`, its bias, the log-softmax and the top-k over V.
-A batch of sentences only ever needs a small part of the vocabulary: the
-words its source words translate to, and the frequent words every sentence
-uses. A shortlist lists those (the lexical shortlists of Marian and the
-vocabulary maps of CTranslate2 do the same): for a batch, the search runs
-over the union of
+A sentence only ever needs a small part of the vocabulary: the words its
+source words translate to, and the frequent words every sentence uses. A
+shortlist lists those (as the lexical shortlists of Marian and the vocabulary
+maps of CTranslate2 do): a sentence may use
 
 - the `frequent` most frequent target tokens of the training corpus,
-- for each source token of the batch, its `per_source` likeliest
-  translations under IBM Model 1 (Brown et al. 1993), trained here by EM on
-  the training pairs' subword ids,
+- for each of its source tokens, the `per_source` likeliest translations
+  under IBM Model 1 (Brown et al. 1993), trained here by EM on the training
+  pairs' subword ids,
 - the special tokens.
 
-Probabilities are normalised over the shortlist, so scores differ slightly
-from a full-vocabulary search; a token outside the shortlist can't be
-produced. `bench/decode_speed.py` and `nmt evaluate` measure the trade.
+A batch computes logits for the union of its sentences' lists only (that is
+the saving), and each sentence's search is masked to its own list, so a
+translation does not depend on the sentences batched with it. Probabilities
+are normalised over the sentence's list, so scores differ slightly from a
+full-vocabulary search; a token outside the list can't be produced.
+`bench/decode_speed.py` and `nmt evaluate` measure the trade.
 """
 
 from __future__ import annotations
@@ -77,6 +79,25 @@ def batch_vocabulary(frequent: tf.Tensor, translations: tf.Tensor, source: tf.Te
                      tf.reshape(tf.gather(translations, words), [-1])], axis=0)
     ids = tf.sort(tf.unique(ids).y)
     return tf.pad(ids, [[0, -tf.size(ids) % multiple]], constant_values=PAD_ID)
+
+
+def sentence_vocabularies(frequent: tf.Tensor, translations: tf.Tensor, source: tf.Tensor,
+                          vocab: tf.Tensor, target_vocab: int) -> tf.Tensor:
+    """Which entries of a batch's vocabulary each sentence may use: bool `(batch, V')`.
+
+    Args:
+        frequent, translations, source: as for `batch_vocabulary`.
+        vocab: `(V',)` target ids, from `batch_vocabulary` of the same batch.
+        target_vocab: V, the size of the whole target vocabulary.
+    """
+    ids = tf.gather(translations, source)  # (batch, S, M)
+    ids = tf.where(tf.equal(source, PAD_ID)[:, :, None], EOS_ID, ids)  # padding adds nothing
+    own = tf.math.bincount(tf.reshape(ids, [tf.shape(ids)[0], -1]), minlength=target_vocab,
+                           maxlength=target_vocab, binary_output=True, axis=-1)  # (batch, V)
+    everyone = tf.scatter_nd(
+        tf.concat([tf.constant(SPECIAL_IDS, tf.int32), frequent], axis=0)[:, None],
+        tf.ones([len(SPECIAL_IDS) + tf.size(frequent)], tf.int32), [target_vocab]) > 0  # (V,)
+    return tf.gather((own > 0) | everyone[None, :], vocab, axis=1)  # (batch, V')
 
 
 def model1_translation_table(source: RaggedIds, target: RaggedIds, source_vocab: int,

@@ -21,7 +21,7 @@ from nmt.export import (
     read_metadata,
 )
 from nmt.shortlist import Shortlist, batch_vocabulary
-from nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, TokenizerPair
+from nmt.tokenizer import EOS_ID, PAD_ID, SubwordTokenizer, TokenizerPair
 
 LONG = (
     "The children want to read a new book about the old city, and they like coffee, "
@@ -426,23 +426,40 @@ def test_a_shortlist_of_the_whole_vocabulary_changes_nothing(module):
                 np.testing.assert_allclose(got[key], value, atol=1e-5, err_msg=f"{name} {key}")
 
 
-def test_a_shortlist_limits_the_search_to_the_batch_vocabulary(module):
+def small_shortlist(module) -> Shortlist:
     config = module.model.config
     rng = np.random.default_rng(3)
-    shortlist = Shortlist(
+    return Shortlist(
         frequent=np.array([10, 11, 12], np.int32),
         translations=rng.integers(4, config.target_vocab_size, (config.source_vocab_size, 2),
                                   dtype=np.int32))
+
+
+def test_each_sentence_searches_only_its_own_shortlist(module):
+    shortlist = small_shortlist(module)
     listed = module.with_shortlist(shortlist)
     source = listed._encode_sources(tf.constant(BATCHES["mixed"]))
-    result = listed._search(source, {**DEFAULT_OPTIONS, "beam_size": 3, "n_best": 3})
+    options = {**DEFAULT_OPTIONS, "beam_size": 3, "n_best": 3}
+    result = listed._search(source, options)
+    for sentence, tokens in zip(source.numpy(), result.tokens.numpy(), strict=True):
+        words = sentence[sentence != PAD_ID]
+        own = {*shortlist.frequent, *shortlist.translations[words].ravel(), EOS_ID}
+        produced = set(tokens.ravel()) - {PAD_ID}
+        assert produced and produced <= own
+    # Without the list the untrained model uses other words.
+    full = module._search(source, options)
     allowed = set(batch_vocabulary(tf.constant(shortlist.frequent),
                                    tf.constant(shortlist.translations), source).numpy())
-    produced = set(result.tokens.numpy().ravel()) - {PAD_ID}
-    assert produced and produced <= allowed - {PAD_ID, BOS_ID}
-    # Without the list the untrained model uses words outside it.
-    full = module._search(source, {**DEFAULT_OPTIONS, "beam_size": 3, "n_best": 3})
     assert set(full.tokens.numpy().ravel()) - allowed
+
+
+def test_with_a_shortlist_a_sentence_translates_the_same_alone_and_in_a_batch(module):
+    listed = module.with_shortlist(small_shortlist(module))
+    together = listed.translate(tf.constant(BATCHES["mixed"]))
+    for i, sentence in enumerate(BATCHES["mixed"]):
+        alone = listed.translate(tf.constant([sentence]))
+        assert alone["translations"][0].numpy() == together["translations"][i].numpy()
+        np.testing.assert_allclose(alone["scores"][0], together["scores"][i], atol=1e-5)
 
 
 def test_cli_builds_a_shortlist_that_reexports_keep(exports, tiny_pairs_path, tmp_path):

@@ -11,6 +11,7 @@ from nmt.shortlist import (
     batch_vocabulary,
     build_shortlist,
     model1_translation_table,
+    sentence_vocabularies,
 )
 from nmt.tokenizer import EOS_ID, PAD_ID
 
@@ -106,3 +107,20 @@ def test_batch_vocabulary_is_the_sorted_union_padded_with_pad():
     assert got[list(SPECIAL_IDS)].tolist() == list(SPECIAL_IDS)  # positions equal ids
     exact = batch_vocabulary(tf.constant(frequent), tf.constant(translations), source)
     assert exact.numpy().tolist() == union
+
+
+def test_sentence_vocabularies_mark_each_sentences_own_list():
+    frequent = np.array([9, 20], np.int32)
+    translations = np.full((30, 2), EOS_ID, np.int32)
+    translations[5] = [12, 9]
+    translations[6] = [25, 7]
+    translations[PAD_ID] = [29, 28]  # padding positions must not count
+    source = tf.constant([[5, 6, EOS_ID], [6, EOS_ID, PAD_ID], [EOS_ID, PAD_ID, PAD_ID]])
+    vocab = batch_vocabulary(tf.constant(frequent), tf.constant(translations), source,
+                             multiple=8)
+    got = sentence_vocabularies(tf.constant(frequent), tf.constant(translations), source,
+                                vocab, 30).numpy()
+    assert got.shape == (3, 16)
+    common = {*SPECIAL_IDS, 9, 20}
+    for row, own in zip(got, [common | {7, 12, 25}, common | {7, 25}, common], strict=True):
+        assert {int(i) for i in vocab.numpy()[row]} == own
