@@ -44,9 +44,10 @@ def model1_by_loops(pairs, source_vocab, target_vocab, iterations):
     return t
 
 
-@pytest.mark.parametrize("iterations", [1, 3])
-def test_model1_table_equals_the_textbook_em(iterations):
-    table = model1_translation_table(*ragged(PAIRS), SOURCE_VOCAB, TARGET_VOCAB, iterations)
+@pytest.mark.parametrize("iterations, chunk", [(1, 100), (3, 100), (3, 2)])
+def test_model1_table_equals_the_textbook_em(iterations, chunk):
+    table = model1_translation_table(*ragged(PAIRS), SOURCE_VOCAB, TARGET_VOCAB, iterations,
+                                     chunk=chunk)
     want = model1_by_loops(PAIRS, SOURCE_VOCAB, TARGET_VOCAB, iterations)
     np.testing.assert_allclose(table, want, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(table.sum(axis=1), 1.0, rtol=1e-5)
