@@ -93,34 +93,31 @@ def test_shortlist_sizes_are_capped_by_the_vocabulary_and_checked():
         Shortlist(frequent=np.zeros((2, 2), np.int32), translations=np.zeros((3, 2), np.int32))
 
 
-def test_batch_vocabulary_is_the_sorted_union_padded_with_pad():
-    frequent = np.array([9, 20], np.int32)
+def small_lists() -> tuple[tf.Tensor, tf.Tensor]:
+    """Frequent ids 9 and 20; source 5 -> 12, 9; source 6 -> 25, 7; others add nothing."""
     translations = np.full((30, 2), EOS_ID, np.int32)
     translations[5] = [12, 9]
     translations[6] = [25, 7]
     translations[PAD_ID] = [29, 28]  # padding positions must not count
+    return tf.constant([9, 20], tf.int32), tf.constant(translations)
+
+
+def test_batch_vocabulary_is_the_sorted_union_padded_with_pad():
+    frequent, translations = small_lists()
     source = tf.constant([[5, 6, EOS_ID], [6, EOS_ID, PAD_ID]], tf.int32)
-    got = batch_vocabulary(tf.constant(frequent), tf.constant(translations), source,
-                           multiple=8).numpy()
+    got = batch_vocabulary(frequent, translations, source, multiple=8).numpy()
     union = [*SPECIAL_IDS, 7, 9, 12, 20, 25]
     assert got.tolist()[: len(union)] == union
     assert len(got) == 16 and set(got[len(union):]) == {PAD_ID}
     assert got[list(SPECIAL_IDS)].tolist() == list(SPECIAL_IDS)  # positions equal ids
-    exact = batch_vocabulary(tf.constant(frequent), tf.constant(translations), source)
-    assert exact.numpy().tolist() == union
+    assert batch_vocabulary(frequent, translations, source).numpy().tolist() == union
 
 
 def test_sentence_vocabularies_mark_each_sentences_own_list():
-    frequent = np.array([9, 20], np.int32)
-    translations = np.full((30, 2), EOS_ID, np.int32)
-    translations[5] = [12, 9]
-    translations[6] = [25, 7]
-    translations[PAD_ID] = [29, 28]  # padding positions must not count
+    frequent, translations = small_lists()
     source = tf.constant([[5, 6, EOS_ID], [6, EOS_ID, PAD_ID], [EOS_ID, PAD_ID, PAD_ID]])
-    vocab = batch_vocabulary(tf.constant(frequent), tf.constant(translations), source,
-                             multiple=8)
-    got = sentence_vocabularies(tf.constant(frequent), tf.constant(translations), source,
-                                vocab, 30).numpy()
+    vocab = batch_vocabulary(frequent, translations, source, multiple=8)
+    got = sentence_vocabularies(frequent, translations, source, vocab, 30).numpy()
     assert got.shape == (3, 16)
     common = {*SPECIAL_IDS, 9, 20}
     for row, own in zip(got, [common | {7, 12, 25}, common | {7, 25}, common], strict=True):
