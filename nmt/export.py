@@ -50,9 +50,9 @@ class TranslationModule(tf.Module):
         matmul_dtype: dtype of the matrix products of the encoder and the
             decoder step in translation (`tf.bfloat16` casts their weights
             once per call); everything else computes in float32.
-        shortlist: restricts each batch's search to the target ids it lists
-            (`nmt.shortlist`); None searches the whole vocabulary. `align`
-            always scores over the whole vocabulary.
+        shortlist: restricts each sentence's search to the target ids it lists
+            for the sentence (`nmt.shortlist`); None searches the whole
+            vocabulary. `align` always scores over the whole vocabulary.
     """
 
     def __init__(self, model: Seq2Seq, tokenizers: TokenizerPair, metadata: dict | None = None,
@@ -66,9 +66,10 @@ class TranslationModule(tf.Module):
                                                   name="shortlist_frequent")
             self.shortlist_translations = tf.Variable(shortlist.translations, trainable=False,
                                                       name="shortlist_translations")
+        self.tokenizers = tokenizers
         self.source_tokenizer = tokenizers.source
         self.target_tokenizer = tokenizers.target
-        self.metadata = dict(metadata or {})
+        self.metadata = _with_shortlist_settings(metadata or {}, shortlist)
         # An ordered list of the weights, so a rebuilt model can restore them by
         # position (see `module_from_export`).
         self.model_weights = list(model.weights)
@@ -81,11 +82,10 @@ class TranslationModule(tf.Module):
             source: where the shortlist came from, recorded in the metadata.
         """
         metadata = {key: value for key, value in self.metadata.items() if key != "shortlist"}
-        if shortlist is not None:
-            metadata["shortlist"] = {**shortlist.settings, **({"corpus": source} if source else {})}
-        tokenizers = TokenizerPair(source=self.source_tokenizer, target=self.target_tokenizer,
-                                   joint=False)
-        return TranslationModule(self.model, tokenizers, metadata, self.matmul_dtype, shortlist)
+        if shortlist is not None and source:
+            metadata["shortlist"] = {"corpus": source}
+        return TranslationModule(self.model, self.tokenizers, metadata, self.matmul_dtype,
+                                 shortlist)
 
     # --- the graph ----------------------------------------------------------------
 
@@ -114,11 +114,10 @@ class TranslationModule(tf.Module):
             # `vocab` (the special ids keep their values as positions), each sentence
             # over its own list (`sentence_banned`, one row per sentence, in `context`
             # so that it leaves the search with its sentence).
-            vocab = batch_vocabulary(self.shortlist_frequent, self.shortlist_translations,
-                                     source, multiple=VOCAB_BLOCK)  # (V',)
-            allowed = sentence_vocabularies(
-                self.shortlist_frequent, self.shortlist_translations, source, vocab,
-                self.model.config.target_vocab_size) & (vocab != PAD_ID) & (vocab != BOS_ID)
+            allowed = sentence_vocabularies(self.shortlist_frequent, self.shortlist_translations,
+                                            source, self.model.config.target_vocab_size)
+            vocab = batch_vocabulary(allowed, multiple=VOCAB_BLOCK)  # (V',)
+            allowed = tf.gather(allowed, vocab, axis=1) & (vocab != PAD_ID) & (vocab != BOS_ID)
             context = (memory, tf.where(allowed, 0.0, float("-inf")))  # (batch, V')
             kernels = kernels.restrict(vocab)
 
@@ -248,7 +247,7 @@ def build_module(config: ModelConfig, tokenizers: TokenizerPair,
 
     Args:
         precision: a key of `EXPORT_PRECISIONS`; recorded in the metadata.
-        shortlist: see `TranslationModule`; its settings go into the metadata.
+        shortlist: see `TranslationModule`.
     """
     if precision not in EXPORT_PRECISIONS:
         raise ValueError(
@@ -256,13 +255,19 @@ def build_module(config: ModelConfig, tokenizers: TokenizerPair,
         )
     model = Seq2Seq(config, dtype="float32")
     model.build_for()
-    metadata = {**(metadata or {}), "precision": precision}
+    return TranslationModule(model, tokenizers, {**(metadata or {}), "precision": precision},
+                             matmul_dtype=EXPORT_PRECISIONS[precision], shortlist=shortlist)
+
+
+def _with_shortlist_settings(metadata: dict, shortlist: Shortlist | None) -> dict:
+    """`metadata` whose "shortlist" entry describes `shortlist` (kept facts such as
+    its corpus stay), or has none without one."""
+    metadata = dict(metadata)
     if shortlist is None:
         metadata.pop("shortlist", None)
     else:
         metadata["shortlist"] = {**metadata.get("shortlist", {}), **shortlist.settings}
-    return TranslationModule(model, tokenizers, metadata,
-                             matmul_dtype=EXPORT_PRECISIONS[precision], shortlist=shortlist)
+    return metadata
 
 
 def export_saved_model(module: TranslationModule, base_dir: str | os.PathLike,
@@ -312,15 +317,13 @@ def read_metadata(version_dir: str | os.PathLike) -> dict:
     return json.loads((Path(version_dir) / METADATA_PATH).read_text())
 
 
-def module_from_export(version_dir: str | os.PathLike, precision: str | None = None,
-                       shortlist: Shortlist | None = None,
-                       keep_shortlist: bool = True) -> TranslationModule:
-    """Rebuilds a `TranslationModule` from an export (to re-export without retraining).
+def module_from_export(version_dir: str | os.PathLike,
+                       precision: str | None = None) -> TranslationModule:
+    """Rebuilds a `TranslationModule` from an export (to re-export without retraining),
+    with the export's shortlist if it has one (`with_shortlist` changes it).
 
     Args:
         precision: as for `build_module`; None keeps the export's own.
-        shortlist: a new shortlist for the module; None keeps the export's
-            own (if any) unless `keep_shortlist` is False.
     """
     version_dir = Path(version_dir)
     metadata = read_metadata(version_dir)
@@ -332,7 +335,8 @@ def module_from_export(version_dir: str | os.PathLike, precision: str | None = N
         target=SubwordTokenizer(_asset_bytes(loaded.target_tokenizer), "fr"),
         joint=False,
     )
-    if shortlist is None and keep_shortlist and hasattr(loaded, "shortlist_translations"):
+    shortlist = None
+    if hasattr(loaded, "shortlist_translations"):
         shortlist = Shortlist(frequent=loaded.shortlist_frequent.numpy(),
                               translations=loaded.shortlist_translations.numpy())
     module = build_module(config, tokenizers, metadata, precision, shortlist)

@@ -60,34 +60,13 @@ class Shortlist:
                 "per_source_token": int(self.translations.shape[1])}
 
 
-def batch_vocabulary(frequent: tf.Tensor, translations: tf.Tensor, source: tf.Tensor,
-                     multiple: int = 1) -> tf.Tensor:
-    """The target ids a batch may use: int32 `(V',)`, special ids included.
-
-    The ids are sorted, so a tie between two tokens breaks towards the lower
-    id, as over the whole vocabulary, and the special ids (the lowest) keep
-    their values as positions. Then PAD ids fill the list up to a multiple of
-    `multiple` (the search bans PAD, so they are never chosen).
+def sentence_vocabularies(frequent: tf.Tensor, translations: tf.Tensor, source: tf.Tensor,
+                          target_vocab: int) -> tf.Tensor:
+    """The target ids each sentence may use: bool `(batch, V)`, special ids included.
 
     Args:
         frequent, translations: a `Shortlist`'s arrays as tensors.
         source: int32 `(batch, S)` source ids, 0 at padding.
-        multiple: V' is a multiple of it.
-    """
-    words = tf.boolean_mask(source, tf.not_equal(source, PAD_ID))  # (n,)
-    ids = tf.concat([tf.constant(SPECIAL_IDS, tf.int32), frequent,
-                     tf.reshape(tf.gather(translations, words), [-1])], axis=0)
-    ids = tf.sort(tf.unique(ids).y)
-    return tf.pad(ids, [[0, -tf.size(ids) % multiple]], constant_values=PAD_ID)
-
-
-def sentence_vocabularies(frequent: tf.Tensor, translations: tf.Tensor, source: tf.Tensor,
-                          vocab: tf.Tensor, target_vocab: int) -> tf.Tensor:
-    """Which entries of a batch's vocabulary each sentence may use: bool `(batch, V')`.
-
-    Args:
-        frequent, translations, source: as for `batch_vocabulary`.
-        vocab: `(V',)` target ids, from `batch_vocabulary` of the same batch.
         target_vocab: V, the size of the whole target vocabulary.
     """
     ids = tf.gather(translations, source)  # (batch, S, M)
@@ -97,7 +76,23 @@ def sentence_vocabularies(frequent: tf.Tensor, translations: tf.Tensor, source: 
     everyone = tf.scatter_nd(
         tf.concat([tf.constant(SPECIAL_IDS, tf.int32), frequent], axis=0)[:, None],
         tf.ones([len(SPECIAL_IDS) + tf.size(frequent)], tf.int32), [target_vocab]) > 0  # (V,)
-    return tf.gather((own > 0) | everyone[None, :], vocab, axis=1)  # (batch, V')
+    return (own > 0) | everyone[None, :]
+
+
+def batch_vocabulary(allowed: tf.Tensor, multiple: int = 1) -> tf.Tensor:
+    """The target ids some sentence of a batch may use: int32 `(V',)`.
+
+    The ids are sorted, so a tie between two tokens breaks towards the lower
+    id, as over the whole vocabulary, and the special ids (the lowest) keep
+    their values as positions. Then PAD ids fill the list up to a multiple of
+    `multiple` (the search bans PAD, so they are never chosen).
+
+    Args:
+        allowed: bool `(batch, V)`, from `sentence_vocabularies`.
+        multiple: V' is a multiple of it.
+    """
+    ids = tf.cast(tf.where(tf.reduce_any(allowed, axis=0))[:, 0], tf.int32)
+    return tf.pad(ids, [[0, -tf.size(ids) % multiple]], constant_values=PAD_ID)
 
 
 def _links(source: RaggedIds, target: RaggedIds, target_vocab: int

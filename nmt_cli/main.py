@@ -87,8 +87,9 @@ def _add_export(sub) -> None:
                         "products; with --from-export, defaults to the export's own")
     short = p.add_mutually_exclusive_group()
     short.add_argument("--shortlist-corpus", metavar="TSV",
-                       help="restrict each batch's search to a vocabulary shortlist learnt from "
-                            "these (English, French) training pairs (faster; see nmt/shortlist.py)")
+                       help="restrict each sentence's search to a vocabulary shortlist learnt from "
+                            "these (English, French) training pairs (faster for small batches, "
+                            "lower BLEU; see nmt/shortlist.py)")
     short.add_argument("--no-shortlist", action="store_true",
                        help="with --from-export: search the whole vocabulary again")
     p.add_argument("--shortlist-size", type=int, nargs=2, default=(500, 100),
@@ -131,12 +132,9 @@ def _export(args) -> int:
     if args.shortlist_corpus:
         from nmt.corpus import read_pairs
         from nmt.shortlist import shortlist_from_pairs
-        from nmt.tokenizer import TokenizerPair
 
-        tokenizers = TokenizerPair(source=module.source_tokenizer,
-                                   target=module.target_tokenizer, joint=False)
         frequent, per_source = args.shortlist_size
-        shortlist = shortlist_from_pairs(read_pairs(args.shortlist_corpus), tokenizers,
+        shortlist = shortlist_from_pairs(read_pairs(args.shortlist_corpus), module.tokenizers,
                                          frequent=frequent, per_source=per_source)
         module = module.with_shortlist(shortlist, Path(args.shortlist_corpus).name)
     elif args.no_shortlist:

@@ -5,8 +5,9 @@ A batch is formed when a model worker is free and a group of items of the
 same kind (and, for translations, the same decoding options) reaches
 `max_batch_size`, or the oldest item has waited `max_wait_ms` (by default 0:
 at once, since items that arrive while the workers are busy batch together
-anyway, and waiting only adds latency when the server is idle). A batch holds the oldest item plus
-the others of its group closest to it in length, so padding stays small. At
+anyway, and waiting only adds latency when the server is idle). A batch
+holds the oldest item plus the others of its group closest to it in length,
+so padding stays small. At
 most `workers` model calls run at once, in threads, so the event loop never
 blocks; while they run, the queue fills and the next batch forms at once.
 

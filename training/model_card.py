@@ -115,7 +115,7 @@ def _precision(precision: str) -> str:
 def _shortlist(shortlist: dict | None) -> str:
     if not shortlist:
         return ""
-    return (f" Each batch is searched over a vocabulary shortlist: the "
+    return (f" Each sentence is searched over a vocabulary shortlist: the "
             f"{shortlist['frequent']} most frequent target pieces and the "
             f"{shortlist['per_source_token']} likeliest translations of each source piece "
             f"(IBM Model 1 on `{shortlist.get('corpus', 'the training pairs')}`); "

@@ -20,7 +20,7 @@ from nmt.export import (
     module_from_export,
     read_metadata,
 )
-from nmt.shortlist import Shortlist, batch_vocabulary
+from nmt.shortlist import Shortlist, batch_vocabulary, sentence_vocabularies
 from nmt.tokenizer import EOS_ID, PAD_ID, SubwordTokenizer, TokenizerPair
 
 LONG = (
@@ -448,8 +448,9 @@ def test_each_sentence_searches_only_its_own_shortlist(module):
         assert produced and produced <= own
     # Without the list the untrained model uses other words.
     full = module._search(source, options)
-    allowed = set(batch_vocabulary(tf.constant(shortlist.frequent),
-                                   tf.constant(shortlist.translations), source).numpy())
+    allowed = set(batch_vocabulary(sentence_vocabularies(
+        tf.constant(shortlist.frequent), tf.constant(shortlist.translations), source,
+        module.model.config.target_vocab_size)).numpy())
     assert set(full.tokens.numpy().ravel()) - allowed
 
 

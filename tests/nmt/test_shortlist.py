@@ -105,19 +105,21 @@ def small_lists() -> tuple[tf.Tensor, tf.Tensor]:
 def test_batch_vocabulary_is_the_sorted_union_padded_with_pad():
     frequent, translations = small_lists()
     source = tf.constant([[5, 6, EOS_ID], [6, EOS_ID, PAD_ID]], tf.int32)
-    got = batch_vocabulary(frequent, translations, source, multiple=8).numpy()
+    allowed = sentence_vocabularies(frequent, translations, source, 30)
+    got = batch_vocabulary(allowed, multiple=8).numpy()
     union = [*SPECIAL_IDS, 7, 9, 12, 20, 25]
     assert got.tolist()[: len(union)] == union
     assert len(got) == 16 and set(got[len(union):]) == {PAD_ID}
     assert got[list(SPECIAL_IDS)].tolist() == list(SPECIAL_IDS)  # positions equal ids
-    assert batch_vocabulary(frequent, translations, source).numpy().tolist() == union
+    assert batch_vocabulary(allowed).numpy().tolist() == union
 
 
 def test_sentence_vocabularies_mark_each_sentences_own_list():
     frequent, translations = small_lists()
     source = tf.constant([[5, 6, EOS_ID], [6, EOS_ID, PAD_ID], [EOS_ID, PAD_ID, PAD_ID]])
-    vocab = batch_vocabulary(frequent, translations, source, multiple=8)
-    got = sentence_vocabularies(frequent, translations, source, vocab, 30).numpy()
+    allowed = sentence_vocabularies(frequent, translations, source, 30)
+    vocab = batch_vocabulary(allowed, multiple=8)
+    got = tf.gather(allowed, vocab, axis=1).numpy()
     assert got.shape == (3, 16)
     common = {*SPECIAL_IDS, 9, 20}
     for row, own in zip(got, [common | {7, 12, 25}, common | {7, 25}, common], strict=True):
