@@ -55,9 +55,15 @@ def tiny_tokenizers(tiny_pairs):
 
 
 def make_tiny_module(tokenizers, **model_overrides):
-    """An untrained tiny model wrapped for export; translations are gibberish."""
+    """An untrained tiny model wrapped for export; translations are gibberish.
+
+    Its tokenizers are rebuilt from `tokenizers`' SentencePiece protos, so the
+    module tokenizes even when an earlier `tf.random.set_seed` has freed the
+    resources of `tokenizers` themselves (see `tiny_tokenizers`).
+    """
     from nmt.export import build_module
     from nmt.model import ModelConfig
+    from nmt.tokenizer import SubwordTokenizer, TokenizerPair
 
     # Keras draws default initializer seeds from Python's `random`, so this makes the
     # tiny model the same in every run. Not keras.utils.set_random_seed: its
@@ -72,7 +78,10 @@ def make_tiny_module(tokenizers, **model_overrides):
         "input_feeding": False, "dropout": 0.0,
         **model_overrides,
     })
-    return build_module(config, tokenizers, {"name": "tiny", "attribution": "test fixture"})
+    live = TokenizerPair(source=SubwordTokenizer(tokenizers.source.model_proto, "en"),
+                         target=SubwordTokenizer(tokenizers.target.model_proto, "fr"),
+                         joint=tokenizers.joint)
+    return build_module(config, live, {"name": "tiny", "attribution": "test fixture"})
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from conftest import make_tiny_module
 
 from nmt import alignment
 from nmt.export import TranslationModule
-from nmt.tokenizer import BOS_ID, EOS_ID, UNK_ID, WORD_START, SubwordTokenizer, TokenizerPair
+from nmt.tokenizer import BOS_ID, EOS_ID, UNK_ID, WORD_START, TokenizerPair
 
 MARK = WORD_START
 PHARAOH = re.compile(r"(\d+-\d+( \d+-\d+)*)?")
@@ -17,18 +17,7 @@ PHARAOH = re.compile(r"(\d+-\d+( \d+-\d+)*)?")
 
 @pytest.fixture(scope="module")
 def module(tiny_tokenizers) -> TranslationModule:
-    """The tiny model, with tokenizers created after `make_tiny_module` seeds TF.
-
-    `tf.random.set_seed` clears TF's kernel cache, which frees the
-    SentencePiece resources of tokenizers that already exist.
-    """
-    module = make_tiny_module(tiny_tokenizers)
-    fresh = TokenizerPair(
-        source=SubwordTokenizer(tiny_tokenizers.source.model_proto, "en"),
-        target=SubwordTokenizer(tiny_tokenizers.target.model_proto, "fr"),
-        joint=True,
-    )
-    return TranslationModule(module.model, fresh, module.metadata)
+    return make_tiny_module(tiny_tokenizers)
 
 
 @pytest.fixture(scope="module")

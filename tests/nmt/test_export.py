@@ -21,7 +21,7 @@ from nmt.export import (
     read_metadata,
 )
 from nmt.shortlist import Shortlist, batch_vocabulary, sentence_vocabularies
-from nmt.tokenizer import EOS_ID, PAD_ID, SubwordTokenizer, TokenizerPair
+from nmt.tokenizer import EOS_ID, PAD_ID
 
 LONG = (
     "The children want to read a new book about the old city, and they like coffee, "
@@ -117,24 +117,9 @@ json.dump({"project_importable": project_importable, "project_modules": project_
 # ------------------------------------------------------------------------------ fixtures
 
 
-def live_module(module: TranslationModule) -> TranslationModule:
-    """`module` with its tokenizers rebuilt from their SentencePiece protos.
-
-    `make_tiny_module` seeds with `keras.utils.set_random_seed`, whose
-    `tf.random.set_seed` clears TensorFlow's kernel cache and with it the
-    SentencePiece resources of tokenizers created before the call.
-    """
-    tokenizers = TokenizerPair(
-        source=SubwordTokenizer(module.source_tokenizer.model_proto, "en"),
-        target=SubwordTokenizer(module.target_tokenizer.model_proto, "fr"),
-        joint=True,
-    )
-    return TranslationModule(module.model, tokenizers, module.metadata)
-
-
 @pytest.fixture(scope="module")
 def module(tiny_tokenizers) -> TranslationModule:
-    return live_module(make_tiny_module(tiny_tokenizers))
+    return make_tiny_module(tiny_tokenizers)
 
 
 @pytest.fixture(scope="module")
