@@ -1,5 +1,6 @@
 """Command-line options shared by `nmt translate`, `nmt evaluate`, `nmt batch`, the Beam
-pipeline and the benchmarks: decoding options and the default model directory.
+pipeline, `nmt serve` and the benchmarks: decoding options, TensorFlow's thread pools
+and the default model directory.
 
 No TensorFlow import: parsers are built before TensorFlow loads.
 """
@@ -43,3 +44,35 @@ def decode_options(args: argparse.Namespace) -> DecodeOptions:
         coverage_penalty=args.coverage_penalty, max_length_ratio=args.max_length_ratio,
         replace_unknown=not args.no_replace_unknown,
     )
+
+
+def add_thread_options(parser: argparse.ArgumentParser, intra_op_default: int = 0) -> None:
+    """Adds `--intra-op-threads` and `--inter-op-threads` (TensorFlow's two thread pools)."""
+    group = parser.add_argument_group("TensorFlow threads")
+    group.add_argument("--intra-op-threads", type=int, default=intra_op_default,
+                       help="threads one operation may split its work over; 0 = one per core")
+    group.add_argument("--inter-op-threads", type=int, default=0,
+                       help="operations that may run at once; 0 = one per core")
+
+
+def apply_thread_options(args: argparse.Namespace) -> None:
+    """Sizes TensorFlow's thread pools from `add_thread_options` arguments.
+
+    Must run before TensorFlow runs its first operation in the process.
+
+    Raises:
+        ValueError: a count is negative, or TensorFlow is already running.
+    """
+    for flag, value in (("--intra-op-threads", args.intra_op_threads),
+                        ("--inter-op-threads", args.inter_op_threads)):
+        if value < 0:
+            raise ValueError(f"{flag} must be 0 (one per core) or more. Received: {value}")
+    import tensorflow as tf
+
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(args.intra_op_threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
+    except RuntimeError as error:
+        raise ValueError(
+            "TensorFlow's threads can only be set before it runs its first operation; "
+            f"set them at the start of the process ({error})") from error

@@ -50,14 +50,17 @@ class BatchingConfig:
             while a worker is free.
         max_queue: sentences and pairs allowed to wait; beyond it requests are
             refused with RESOURCE_EXHAUSTED (HTTP 429).
-        workers: model calls running at once.
+        workers: model calls running at once. Three suit 2 cores with one
+            TensorFlow thread per operation (`nmt serve`'s default): while one
+            call runs a serial stretch of small operations, the others use the
+            idle core (`bench/load_test.py`).
     """
 
     enabled: bool = True
     max_batch_size: int = 32
     max_wait_ms: float = 0.0
     max_queue: int = 4096
-    workers: int = 1
+    workers: int = 3
 
     def __post_init__(self) -> None:
         for name in ("max_batch_size", "max_queue", "workers"):

@@ -7,7 +7,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from nmt.options import DEFAULT_MODEL_DIR
+from nmt.options import DEFAULT_MODEL_DIR, add_thread_options, apply_thread_options
 from nmt_api.protos import DEFAULT_GRPC_PORT
 
 DEFAULT_TOKEN_ENV = "NMT_AUTH_TOKEN"
@@ -65,6 +65,9 @@ def add_serve_parser(sub) -> None:
     g.add_argument("--auth-token-env", default=DEFAULT_TOKEN_ENV,
                    help="environment variable holding the bearer token; auth is on when it is "
                         "set and not empty")
+    # One thread per operation, and model calls side by side (`--workers`): small
+    # operations waste less time handing work between threads (bench/load_test.py).
+    add_thread_options(p, intra_op_default=1)
     p.set_defaults(func=run_serve)
 
 
@@ -97,5 +100,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     from serving.server import serve
 
-    asyncio.run(serve(config_from_args(args), registry=REGISTRY))
+    config = config_from_args(args)
+    apply_thread_options(args)
+    asyncio.run(serve(config, registry=REGISTRY))
     return 0

@@ -1,12 +1,23 @@
-"""`nmt.options`: the decoding flags shared by `nmt translate`, `nmt batch` and the Beam job."""
+"""`nmt.options`: the decoding and thread flags shared by the commands, the Beam job and
+`nmt serve`."""
 
 import argparse
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 
-from nmt.options import DEFAULT_MODEL_DIR, add_decode_options, decode_options
+from nmt.options import (
+    DEFAULT_MODEL_DIR,
+    add_decode_options,
+    add_thread_options,
+    apply_thread_options,
+    decode_options,
+)
 from nmt.types import DecodeOptions
+
+REPO_ROOT = DEFAULT_MODEL_DIR.parents[1]
 
 
 def _parse(*argv):
@@ -37,3 +48,45 @@ def test_out_of_range_values_name_the_option():
 def test_the_default_model_is_the_shipped_one():
     assert DEFAULT_MODEL_DIR.parts[-2:] == ("models", "en-fr")
     assert (DEFAULT_MODEL_DIR / "MODEL_CARD.md").exists()
+
+
+def _threads(*argv, intra_op_default=0):
+    parser = argparse.ArgumentParser()
+    add_thread_options(parser, intra_op_default)
+    return parser.parse_args(argv)
+
+
+def test_thread_flags_default_to_one_thread_per_core_unless_told():
+    assert (_threads().intra_op_threads, _threads().inter_op_threads) == (0, 0)
+    assert _threads(intra_op_default=1).intra_op_threads == 1
+    assert _threads("--intra-op-threads", "3").intra_op_threads == 3
+
+
+def test_negative_thread_counts_name_the_flag():
+    with pytest.raises(ValueError, match="--inter-op-threads must be 0"):
+        apply_thread_options(_threads("--inter-op-threads", "-1"))
+
+
+# In a fresh interpreter: TensorFlow's pools can only be sized before its first operation.
+_SIZE_POOLS = """
+import argparse, tensorflow as tf
+from nmt.options import add_thread_options, apply_thread_options
+parser = argparse.ArgumentParser()
+add_thread_options(parser)
+apply_thread_options(parser.parse_args(["--intra-op-threads", "1", "--inter-op-threads", "3"]))
+tf.constant(1.0) + 1.0
+print(tf.config.threading.get_intra_op_parallelism_threads(),
+      tf.config.threading.get_inter_op_parallelism_threads())
+try:
+    apply_thread_options(parser.parse_args([]))
+except ValueError as error:
+    print(error)
+"""
+
+
+def test_thread_options_size_tensorflow_pools_and_refuse_once_it_runs():
+    done = subprocess.run([sys.executable, "-c", _SIZE_POOLS], cwd=REPO_ROOT, text=True,
+                          capture_output=True, timeout=300, check=True)
+    sizes, refusal = done.stdout.strip().splitlines()[-2:]
+    assert sizes == "1 3"
+    assert refusal.startswith("TensorFlow's threads can only be set before it runs")

@@ -47,8 +47,9 @@ class FakeModel:
 
 
 def run(test, config=None, model=None, metrics=None):
-    """Runs `test(batcher, model, metrics)` on a fresh loop with a started batcher."""
-    config = config or BatchingConfig()
+    """Runs `test(batcher, model, metrics)` on a fresh loop with a started batcher
+    (one worker by default: the tests hold its model call to fill the queue)."""
+    config = config or BatchingConfig(workers=1)
     model = model or FakeModel()
     metrics = metrics or ServingMetrics()
 
@@ -85,7 +86,7 @@ def test_concurrent_requests_share_one_batch_and_get_their_own_results():
             assert [t.text for t in translations] == [s.upper() for s in request]
             assert version == 7
 
-    run(test, BatchingConfig(max_wait_ms=100))
+    run(test, BatchingConfig(workers=1, max_wait_ms=100))
 
 
 def test_different_options_never_share_a_batch():
@@ -96,7 +97,7 @@ def test_different_options_never_share_a_batch():
         groups = sorted((options.beam_size, sorted(s)) for s, options in model.calls)
         assert groups == [(1, ["a", "b", "d"]), (4, ["c"])]
 
-    run(test, BatchingConfig(max_wait_ms=100))
+    run(test, BatchingConfig(workers=1, max_wait_ms=100))
 
 
 def test_batches_are_at_most_max_batch_size():
@@ -105,7 +106,7 @@ def test_batches_are_at_most_max_batch_size():
         assert [t.text for t in translations] == [f"S{i}" for i in range(10)]
         assert sorted(len(call) for call, _ in model.calls) == [2, 4, 4]
 
-    run(test, BatchingConfig(max_batch_size=4))
+    run(test, BatchingConfig(workers=1, max_batch_size=4))
 
 
 def test_a_batch_takes_the_oldest_sentence_and_those_nearest_it_in_length():
@@ -120,7 +121,7 @@ def test_a_batch_takes_the_oldest_sentence_and_those_nearest_it_in_length():
         batches = [sorted(len(s) for s in call) for call, _ in model.calls[1:]]
         assert batches == [[10, 11], [1, 30]]
 
-    run(test, BatchingConfig(max_batch_size=2))
+    run(test, BatchingConfig(workers=1, max_batch_size=2))
 
 
 def test_a_lone_sentence_waits_max_wait_for_company():
@@ -129,7 +130,7 @@ def test_a_lone_sentence_waits_max_wait_for_company():
         await batcher.translate(["alone"], DecodeOptions())
         return time.perf_counter() - started
 
-    assert run(test, BatchingConfig(max_wait_ms=150)) >= 0.14
+    assert run(test, BatchingConfig(workers=1, max_wait_ms=150)) >= 0.14
 
 
 def test_by_default_a_lone_sentence_runs_at_once_and_the_busy_time_fills_the_next_batch():
@@ -151,7 +152,7 @@ def test_without_batching_requests_never_share_a_call():
         await asyncio.gather(*(batcher.translate(r, DecodeOptions()) for r in requests))
         assert sorted(sorted(call) for call, _ in model.calls) == sorted(requests)
 
-    run(test, BatchingConfig(enabled=False, max_wait_ms=100))
+    run(test, BatchingConfig(workers=1, enabled=False, max_wait_ms=100))
 
 
 def test_a_request_whose_deadline_passes_in_the_queue_is_dropped_untranslated():
@@ -197,7 +198,7 @@ def test_a_full_queue_refuses_requests_with_resource_exhausted():
         model.gate.set()
         await asyncio.gather(blocker, queued)
 
-    run(test, BatchingConfig(max_queue=3))
+    run(test, BatchingConfig(workers=1, max_queue=3))
 
 
 def test_a_model_error_fails_its_batch_and_the_batcher_carries_on():
@@ -230,7 +231,7 @@ def test_close_finishes_the_batch_in_flight_and_fails_queued_ones_with_unavailab
     model = FakeModel()
 
     async def main():
-        batcher = Batcher(model, BatchingConfig(), ServingMetrics())
+        batcher = Batcher(model, BatchingConfig(workers=1), ServingMetrics())
         batcher.start()
         blocker = await _blocker(batcher, model)
         queued = asyncio.ensure_future(batcher.translate(["queued"], DecodeOptions()))
@@ -259,7 +260,7 @@ def test_metrics_count_batches_sentences_and_tokens():
         assert _value(metrics, "nmt_translated_tokens_total", side="target") == 6
         assert _value(metrics, "nmt_queue_depth") == 0
 
-    run(test, BatchingConfig(max_wait_ms=100))
+    run(test, BatchingConfig(workers=1, max_wait_ms=100))
 
 
 def test_concurrent_align_requests_share_one_batch_and_get_their_own_results():
@@ -275,7 +276,7 @@ def test_concurrent_align_requests_share_one_batch_and_get_their_own_results():
         assert _value(metrics, "nmt_batch_size_count") == 1
         assert _value(metrics, "nmt_batch_size_sum") == 3
 
-    run(test, BatchingConfig(max_wait_ms=100))
+    run(test, BatchingConfig(workers=1, max_wait_ms=100))
 
 
 def test_align_and_translate_never_share_a_model_call():
@@ -286,7 +287,7 @@ def test_align_and_translate_never_share_a_model_call():
             (ALIGN, [("c", "C!")]), (TRANSLATE, ["a", "b"])]
         assert [t.text for t in translated] == ["A", "B"] and aligned[0].text == "C!"
 
-    run(test, BatchingConfig(max_wait_ms=100))
+    run(test, BatchingConfig(workers=1, max_wait_ms=100))
 
 
 def test_blank_pairs_are_answered_without_the_model():
@@ -317,7 +318,7 @@ def test_align_pairs_count_against_the_same_queue_and_deadlines():
             await late
         assert model.calls[1:] == [([("a", "A"), ("b", "B")], None)]
 
-    run(test, BatchingConfig(max_queue=3))
+    run(test, BatchingConfig(workers=1, max_queue=3))
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -20,6 +20,8 @@ from serving.validation import Limits
 
 pb2, pb2_grpc = protos.load()
 LIMITS = Limits(max_sentences=8, max_chars=60, max_message_bytes=1024, max_beam_size=6)
+# One model call at a time: the tests fill the queue behind a call the gate holds.
+QUEUE_BEHIND_ONE_CALL = BatchingConfig(max_batch_size=8, max_wait_ms=2, max_queue=12, workers=1)
 FAST = {"beamSize": 2}
 SOURCES = ["The cat is black.", "How are you today?"]
 TARGETS = ["Le chat est noir.", "Comment allez-vous aujourd'hui ?"]
@@ -35,7 +37,7 @@ def _config(model_dir, **overrides):
 def server(tiny_model_dir, module_gate):
     running = ServerThread(_config(
         tiny_model_dir, metrics_port=free_port(),
-        batching=BatchingConfig(max_batch_size=8, max_wait_ms=2, max_queue=12)),
+        batching=QUEUE_BEHIND_ONE_CALL),
         loader=module_gate.loader)
     running.wait_until_serving()
     yield running

@@ -24,6 +24,8 @@ from serving.validation import Limits
 
 pb2, pb2_grpc = protos.load()
 LIMITS = Limits(max_sentences=8, max_chars=60, max_message_bytes=1024, max_beam_size=6)
+# One model call at a time: the tests fill the queue behind a call the gate holds.
+QUEUE_BEHIND_ONE_CALL = BatchingConfig(max_batch_size=8, max_wait_ms=2, max_queue=12, workers=1)
 FAST = DecodeOptions(beam_size=2)
 TRANSLATE = "/nmt.v1.TranslationService/Translate"
 ALIGN = "/nmt.v1.TranslationService/Align"
@@ -35,7 +37,7 @@ TARGETS = ["Le chat est noir.", "Comment allez-vous aujourd'hui ?", "Bonjour."]
 def server(tiny_model_dir, module_gate):
     config = ServerConfig(
         model_dir=tiny_model_dir, host="127.0.0.1", port=0, metrics_port=free_port(),
-        batching=BatchingConfig(max_batch_size=8, max_wait_ms=2, max_queue=12), limits=LIMITS,
+        batching=QUEUE_BEHIND_ONE_CALL, limits=LIMITS,
         poll_interval_s=0)
     running = ServerThread(config, loader=module_gate.loader)
     running.wait_until_serving()

@@ -20,6 +20,7 @@ def test_defaults():
     assert args.model == DEFAULT_MODEL_DIR and DEFAULT_MODEL_DIR.parts[-2:] == ("models", "en-fr")
     assert (args.port, args.metrics_port, args.host) == (50051, 9090, "0.0.0.0")
     assert args.http_port == 8080 and args.http_host is None
+    assert (args.intra_op_threads, args.inter_op_threads) == (1, 0)
     assert args.func is run_serve
 
 
