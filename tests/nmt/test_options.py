@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import REPO_ROOT
 
 from nmt.options import (
     DEFAULT_MODEL_DIR,
@@ -16,8 +17,6 @@ from nmt.options import (
     decode_options,
 )
 from nmt.types import DecodeOptions
-
-REPO_ROOT = DEFAULT_MODEL_DIR.parents[1]
 
 
 def _parse(*argv):
