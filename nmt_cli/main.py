@@ -153,11 +153,18 @@ def _add_translate(sub) -> None:
     where.add_argument("--server", help="host:port of a running `nmt serve`")
     p.add_argument("--alignment", action="store_true", help="print the word alignment table")
     p.add_argument("--plot", help="write the attention heatmap of the first sentence (PNG)")
+    p.add_argument("--format", choices=("sentences", "text", "html", "xml"), default="sentences",
+                   help="sentences (default): one sentence a line; text, html or xml: one "
+                        "document a line, split into sentences, tags carried across")
     add_decode_options(p)
     p.set_defaults(func=_translate)
 
 
 def _translate(args) -> int:
+    if args.format != "sentences":  # documents: nmt_cli/documents.py
+        from nmt_cli.documents import translate_command
+
+        return translate_command(args)
     sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin]
     sentences = [s for s in sentences if s.strip()]
     if not sentences:
@@ -213,6 +220,9 @@ def _add_align(sub) -> None:
     p.add_argument("--output", help="file to write (default: standard output)")
     p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
                    help=f"pairs per model call (default {DEFAULT_BATCH_SIZE})")
+    p.add_argument("--format", choices=("html", "xml"),
+                   help="sources with markup, targets plain: write each target with the "
+                        "source's tags put in place through the alignment")
     p.set_defaults(func=_align)
 
 
@@ -223,6 +233,10 @@ def _align(args) -> int:
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be at least 1. Received: {args.batch_size}")
     align = _aligner(args)
+    if args.format:  # tags projected onto the targets: nmt_cli/documents.py
+        from nmt_cli.documents import align_command
+
+        return align_command(args, pairs, align)
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     try:
         for start in range(0, len(pairs), args.batch_size):

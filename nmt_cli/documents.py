@@ -1,0 +1,130 @@
+"""`nmt translate --format text|html|xml` and `nmt align --format html|xml`.
+
+Each input line is one document (or one pair); each gives one output line,
+blank lines included. All sentences of a batch of lines go to the model in
+one call.
+"""
+
+from __future__ import annotations
+
+import html
+import sys
+from collections.abc import Callable, Iterator, Sequence
+
+from nmt.documents import join_documents, sentences_of, split_documents
+from nmt.markup import plan_markup, split_markup
+from nmt.options import decode_options
+
+DOCUMENT_FORMATS = ("text", "html", "xml")
+
+
+def plans_for(lines: Sequence[str], format: str) -> list:
+    """Document plans of `lines` (`text`: sentences; `html`/`xml`: markup too)."""
+    if format not in DOCUMENT_FORMATS:
+        raise ValueError(f"--format must be one of {DOCUMENT_FORMATS}. Received: {format!r}")
+    return split_documents(lines) if format == "text" else split_markup(lines, format)
+
+
+def translate_lines(lines: Sequence[str], format: str,
+                    translate: Callable[[list[str]], Sequence], batch_size: int = 64
+                    ) -> Iterator[str]:
+    """Each line translated as one document, in order.
+
+    Args:
+        lines: the documents, one a line (without the line break).
+        format: `text`, `html` or `xml`.
+        translate: sentences -> results with `.text` and `.word_alignment`.
+        batch_size: documents per translator call.
+
+    Yields:
+        One translated line per input line.
+
+    Raises:
+        nmt.markup.MarkupError: a line's markup is malformed (the message
+            gives its line number).
+    """
+    for start in range(0, len(lines), batch_size):
+        chunk = lines[start:start + batch_size]
+        plans = _numbered(lambda part: plans_for(part, format), chunk, start)
+        sentences = sentences_of(plans)
+        results = list(translate(sentences)) if sentences else []
+        for document in join_documents(plans, results):
+            yield document.text
+
+
+def _numbered(plan: Callable[[list[str]], list], lines: Sequence[str], first: int) -> list:
+    """`plan(lines)` one line at a time, so an error names its line (1-based)."""
+    plans = []
+    for number, line in enumerate(lines, start=first + 1):
+        try:
+            plans += plan([line])
+        except ValueError as error:
+            raise ValueError(f"line {number}: {error}") from None
+    return plans
+
+
+def project_lines(pairs: Sequence[tuple[str, str]], format: str,
+                  align: Callable[[list[str], list[str]], Sequence], batch_size: int = 64
+                  ) -> Iterator[str]:
+    """Each plain target with its marked-up source's tags put in place.
+
+    Args:
+        pairs: `(source with markup, plain target)` per line.
+        format: `html` or `xml`.
+        align: `(sources, targets) -> results` with `.word_alignment`
+            (`Translator.align` or a client's `align`).
+        batch_size: pairs per aligner call.
+
+    Yields:
+        One target line with tags per pair.
+    """
+    if format not in ("html", "xml"):
+        raise ValueError(f"--format must be html or xml. Received: {format!r}")
+    for start in range(0, len(pairs), batch_size):
+        chunk = pairs[start:start + batch_size]
+        plans = _numbered(lambda part: [plan_markup(part[0], format, split=False)],
+                          [source for source, _ in chunk], start)
+        aligned = [(plan.sentences[0], target.strip())
+                   for plan, (_, target) in zip(plans, chunk, strict=True) if plan.sentences]
+        results = iter(align([s for s, _ in aligned], [t for _, t in aligned]) if aligned else [])
+        for plan, (source, target) in zip(plans, chunk, strict=True):
+            if plan.sentences:
+                yield plan.join([next(results)]).text
+            else:  # no word to align: the source's tags, then the target
+                yield source + html.escape(target.strip(), quote=False)
+
+
+def translate_command(args) -> int:
+    """`nmt translate --format ...`: arguments or stdin lines, one document each."""
+    lines = args.sentences or [line.rstrip("\r\n") for line in sys.stdin]
+    if args.alignment or args.plot:
+        raise ValueError("--alignment and --plot work on sentences: drop them, or --format")
+    options = decode_options(args)
+    if args.server:
+        from nmt_api.client import TranslationClient
+
+        with TranslationClient(args.server) as client:
+            for line in translate_lines(lines, args.format,
+                                        lambda s: client.translate(s, options)):
+                print(line)
+        return 0
+    from nmt.translator import Translator
+
+    translator = Translator.load(args.model)
+    for line in translate_lines(lines, args.format, lambda s: translator.translate(s, options)):
+        print(line)
+    return 0
+
+
+def align_command(args, pairs: Sequence[tuple[str, str]], align) -> int:
+    """`nmt align --format html|xml`: the targets with the sources' tags, one line a pair."""
+    if args.alignment:
+        raise ValueError("--alignment writes JSON for plain pairs: drop it, or --format")
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        for line in project_lines(pairs, args.format, align, args.batch_size):
+            out.write(line + "\n")
+    finally:
+        if args.output:
+            out.close()
+    return 0
