@@ -442,7 +442,7 @@ class _Node:
     glued: bool  # no whitespace between it and the word before it in the source
     children: list[_Node]
     space_after: bool = False  # a point followed by whitespace in the source
-    prefix: str = ""  # an element: the characters of its first word before it, e.g. "«"
+    prefix: str = ""  # the characters of its first word before it, e.g. "«"
     suffix: str = ""  # an element: the characters of its last word after it, e.g. "."
 
 
@@ -624,9 +624,12 @@ def _unit(block: _Block, span: Span, ranges: dict[int, Span],
         glued = position > 0 and not block.plain[position - 1].isspace()
         raw = block.text[item.start:item.end]
         if item.kind == "point":
-            gap = bisect.bisect_left(starts, position)
+            gap, prefix = bisect.bisect_left(starts, position), ""
+            if gap > 0 and position < ends[gap - 1]:  # inside a word: before it, after `prefix`
+                gap, glued = gap - 1, False
+                prefix = block.plain[starts[gap]:position]
             space_after = block.text[item.end:item.end + 1].isspace()
-            stack[-1].append(_Node(raw, None, gap, gap, glued, [], space_after))
+            stack[-1].append(_Node(raw, None, gap, gap, glued, [], space_after, prefix))
         elif item.kind == "open":
             a, b = ranges[id(item.element)]
             first, last = bisect.bisect_right(ends, a), bisect.bisect_left(starts, b)
@@ -734,14 +737,14 @@ def _split_punctuation(tokens: list, words: list[str]) -> list:
         if kind != "word":
             out.append((kind, value))
             continue
-        word, opens = words[value], _run(tokens, index, -1, "open")
+        word, opens = words[value], _run(tokens, index, -1, ("open", "point"))
         for at, (_, placed) in enumerate(opens):  # outermost first
             prefix = placed.node.prefix
             if prefix and len(word) > len(prefix) and word.startswith(prefix):
                 out.insert(len(out) - len(opens) + at, ("prefix", prefix))
                 word = word[len(prefix):]
                 break
-        closes, suffix = _run(tokens, index, 1, "close"), None
+        closes, suffix = _run(tokens, index, 1, ("close",)), None
         for at in range(len(closes) - 1, -1, -1):  # outermost first
             suffix = closes[at][1].node.suffix
             if suffix and len(word) > len(suffix) and word.endswith(suffix):
@@ -757,10 +760,10 @@ def _split_punctuation(tokens: list, words: list[str]) -> list:
     return out
 
 
-def _run(tokens: list, index: int, step: int, kind: str) -> list:
-    """The tokens of `kind` next to `tokens[index]` on one side (in token order)."""
+def _run(tokens: list, index: int, step: int, kinds: tuple[str, ...]) -> list:
+    """The tokens of `kinds` next to `tokens[index]` on one side (in token order)."""
     run, k = [], index + step
-    while 0 <= k < len(tokens) and tokens[k][0] == kind:
+    while 0 <= k < len(tokens) and tokens[k][0] in kinds:
         run.append(tokens[k])
         k += step
     return run[::-1] if step < 0 else run

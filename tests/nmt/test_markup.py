@@ -220,3 +220,10 @@ def test_huge_document_is_refused_before_parsing():
 def test_unknown_format_is_refused():
     with pytest.raises(ValueError, match="format"):
         plan_markup("x", "markdown")
+
+
+def test_standalone_tag_inside_a_word_keeps_its_place_in_the_target_word():
+    out = project_markup('(11)<x id="1"/>The pillar.', "(11)Le socle.", [(0, 0), (1, 1)], "xml")
+    assert out == '(11)<x id="1"/>Le socle.'
+    out = project_markup('(11)<x id="1"/>The pillar.', "Le socle.", [(0, 0), (1, 1)], "xml")
+    assert out == '<x id="1"/>Le socle.'
