@@ -18,8 +18,8 @@ What goes where:
   end sentences and stay exactly where they are; XML has none: sentences
   are found in the whole text.
 - Inline elements (HTML `b i a span`..., any XML element such as XLIFF
-  `<g>`) inside a sentence are put around the hull of the target words
-  linked to the words they enclosed; an element whose words link to nothing
+  `<g>`) inside a sentence are put around the longest run of adjacent
+  target words linked to the words they enclosed; an element whose words link to nothing
   is kept, empty, next to the target of its neighbours. Nesting is kept:
   a child stays inside its parent, siblings never overlap (they may swap).
   An element that encloses whole sentences stays where it is; one that
@@ -668,9 +668,24 @@ class _Alignment:
                 self.targets[i].append(j)
 
     def hull(self, first: int, last: int) -> Span | None:
-        """`[lo, hi)` over the target words linked to source words `[first, last)`."""
-        linked = [j for i in range(first, last) for j in self.targets[i]]
-        return (min(linked), max(linked) + 1) if linked else None
+        """`[lo, hi)`: the longest run of adjacent target words linked to source words
+        `[first, last)`; of runs as long, the one nearest the proportional place.
+
+        (The run beats the hull of all linked words: on the glossary set of
+        bench/markup_projection.py, 44.6% exact against 40.1%.)
+        """
+        linked = sorted({j for i in range(first, last) for j in self.targets[i]})
+        if not linked:
+            return None
+        runs = [[linked[0]]]
+        for j in linked[1:]:
+            if j == runs[-1][-1] + 1:
+                runs[-1].append(j)
+            else:
+                runs.append([j])
+        centre = (first + last) / 2 * self.m / self.n
+        best = max(runs, key=lambda run: (len(run), -abs((run[0] + run[-1] + 1) / 2 - centre)))
+        return (best[0], best[-1] + 1)
 
     def anchor(self, first: int, last: int, glued: bool) -> int:
         """The target gap next to the neighbours of source words `[first, last)` (or gap)."""
@@ -686,7 +701,7 @@ class _Alignment:
 def _place(nodes: Sequence[_Node], lo: int, hi: int, alignment: _Alignment) -> list[_Placed]:
     """Places sibling nodes inside `[lo, hi)`: in order, never overlapping, nested inside.
 
-    Each element goes to the hull of its words' targets (clipped to its
+    Each element goes to the longest run of its words' targets (clipped to its
     parent), or, if none, to an empty range next to its neighbours' targets;
     siblings are sorted by where they go, and one that would overlap the one
     before starts where that one ends.

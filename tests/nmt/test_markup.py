@@ -227,3 +227,9 @@ def test_standalone_tag_inside_a_word_keeps_its_place_in_the_target_word():
     assert out == '(11)<x id="1"/>Le socle.'
     out = project_markup('(11)<x id="1"/>The pillar.', "Le socle.", [(0, 0), (1, 1)], "xml")
     assert out == '<x id="1"/>Le socle.'
+
+
+def test_the_longest_run_of_linked_words_wins_over_a_stray_link():
+    out = project_markup("<b>New file</b> saved", "Nouveau fichier enregistré nouveau",
+                         [(0, 0), (1, 1), (0, 3), (2, 2)], "xml")
+    assert out == "<b>Nouveau fichier</b> enregistré nouveau"
