@@ -118,7 +118,10 @@ def read_set(data: Path, name: str, limit: int) -> list[tuple[str, str]]:
 def evaluate(translator, pairs: list[tuple[str, str]], batch_size: int) -> tuple[Score, Score]:
     model, baseline = Score(), Score()
     for start in range(0, len(pairs), batch_size):
-        chunk = pairs[start:start + batch_size]
+        chunk = [(en, fr) for en, fr in pairs[start:start + batch_size]
+                 if plan_words(en) and plan_words(fr)]  # a line of tags only: nothing to align
+        if not chunk:
+            continue
         plans = [plan_markup(en, "xml", split=False) for en, _ in chunk]
         plains = [" ".join(plan_words(fr)) for _, fr in chunk]
         results = translator.align([p.sentences[0] for p in plans], plains)
@@ -155,7 +158,8 @@ def main() -> None:
         pairs = read_set(args.data, name, args.limit)
         started = time.perf_counter()
         model, baseline = evaluate(translator, pairs, args.batch_size)
-        print(f"{name}: {len(pairs)} lines, {time.perf_counter() - started:.0f} s")
+        print(f"{name}: {len(pairs)} lines ({model.lines} with words on both sides), "
+              f"{time.perf_counter() - started:.0f} s")
         print(model.line("model"))
         print(baseline.line("proportional"))
 
