@@ -185,7 +185,7 @@ def _valid(ids, lengths):
 
 
 def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids, target_ids,
-             target_lengths, attention, replace_unknown_words, targets=None):
+             target_lengths, alignments, replace_unknown_words, targets=None, attention=None):
     """The outputs of the exported signatures, from search (or forced-decoding) output.
 
     Args:
@@ -194,18 +194,25 @@ def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids,
         source_ids: int `(N, S)`, ending with EOS, padded with 0.
         target_ids: int `(N, T)`, including EOS when a hypothesis ended.
         target_lengths: int `(N,)`, tokens including EOS.
-        attention: float32 `(N, T, S)`.
+        alignments: float32 `(N, T, S)`, the rows the word links are read
+            from: the alignment head's, or the decoder's attention without one.
         replace_unknown_words: bool scalar.
         targets: string `(N,)`, the targets as given (forced alignment), or
             None for searched targets. When given, they are returned as the
             translations, target word indices count their whitespace words
             and no unknown word is replaced.
+        attention: float32 `(N, T, S)`, the decoder's own attention, returned
+            as `attention` (the same as `alignments` without a head); None
+            returns `alignments` there.
 
     Returns:
         dict with `translations (N,)`, `source_tokens (N, S)`, `target_tokens
         (N, T)` (pieces, "" padding, "</s>" for EOS), `alignments (N, T, S)`,
-        `source_lengths`, `target_lengths` (tokens incl. EOS) and
-        `word_alignments (N,)` (Pharaoh "i-j", source word first).
+        `attention (N, T, S)`,
+        `source_lengths`, `target_lengths` (tokens incl. EOS),
+        `word_attention (N, Wt, Ws)` (the word matrix the links are read from,
+        see `word_matrix`; 0 padding) and `word_alignments (N,)` (Pharaoh
+        "i-j", source word first, by the argmax rule).
     """
     source_ids = tf.cast(source_ids, tf.int32)
     target_ids = tf.cast(target_ids, tf.int32)
@@ -213,8 +220,10 @@ def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids,
     source_lengths = tf.reduce_sum(tf.cast(source_ids > 0, tf.int32), axis=1)  # (N,)
     src_valid, tgt_valid = _valid(source_ids, source_lengths), _valid(target_ids, target_lengths)
     with_eos = tf.range(tf.shape(target_ids)[1])[None, :] < target_lengths[:, None]  # (N, T)
-    attention = attention * tf.cast(with_eos, attention.dtype)[:, :, None]  # EOS row kept
-    word_rows = attention * tf.cast(tgt_valid, attention.dtype)[:, :, None]  # EOS row dropped
+    in_target = tf.cast(with_eos, alignments.dtype)[:, :, None]
+    alignments = alignments * in_target  # EOS row kept
+    attention = alignments if attention is None else attention * in_target
+    word_rows = alignments * tf.cast(tgt_valid, alignments.dtype)[:, :, None]  # EOS row dropped
 
     source_pieces = _pieces(source_tokenizer, source_ids, source_lengths)
     target_pieces = _pieces(target_tokenizer, target_ids, target_lengths)
@@ -243,8 +252,10 @@ def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids,
         "translations": translations,
         "source_tokens": source_pieces,
         "target_tokens": target_pieces,
-        "alignments": attention,
+        "alignments": alignments,
+        "attention": attention,
         "source_lengths": source_lengths,
         "target_lengths": target_lengths,
+        "word_attention": words,
         "word_alignments": pharaoh_links(words),
     }

@@ -32,6 +32,8 @@ class Memory(NamedTuple):
     values: tf.Tensor  # (batch, S, d_enc)
     projected_keys: tf.Tensor  # (batch, S, d_att)
     mask: tf.Tensor  # (batch, S) bool
+    # Keys of the alignment head, projected once too; zero-width without a head.
+    head_keys: tf.Tensor  # (batch, S, d_head) or (batch, S, 0)
 
 
 @keras.saving.register_keras_serializable(package="nmt")
@@ -106,12 +108,20 @@ class AttentionDecoder(keras.layers.Layer):
             the embedding size when the projection is tied).
         projection: an `OutputProjection`.
         dropout: dropout on embeddings, between layers and on output vectors.
+        alignment_head: an `Attention` layer that aligns each target piece
+            after reading it, or None. Its query for piece j is
+            `[h_j; embedding(y_j)]`, where h_j is the top RNN state that
+            predicts piece j (Luong h_t, Bahdanau s_i): an attention that has
+            seen the word it aligns (Peter et al. 2017, "Generating
+            Alignments Using Target Foresight in Attention-Based Neural
+            Machine Translation"). It does not feed the prediction.
     """
 
     def __init__(self, embedding, attention: Attention, hidden_dim: int, num_layers: int,
                  cell: str, output_dim: int, projection: OutputProjection,
-                 dropout: float = 0.0, **kwargs):
+                 dropout: float = 0.0, alignment_head: Attention | None = None, **kwargs):
         super().__init__(**kwargs)
+        self.alignment_head = alignment_head
         if cell not in _CELLS:
             raise ValueError(f"cell must be one of {sorted(_CELLS)}. Received: cell={cell!r}")
         self.embedding = embedding
@@ -145,6 +155,8 @@ class AttentionDecoder(keras.layers.Layer):
             "output_dim": self.output_dim,
             "projection": serialize(self.projection),
             "dropout": self.dropout.rate,
+            "alignment_head": (None if self.alignment_head is None
+                               else serialize(self.alignment_head)),
         }
 
     @classmethod
@@ -154,6 +166,8 @@ class AttentionDecoder(keras.layers.Layer):
         serialized_embedding = config["embedding"]
         config["embedding"] = deserialize(serialized_embedding)
         config["attention"] = deserialize(config["attention"])
+        if config.get("alignment_head") is not None:
+            config["alignment_head"] = deserialize(config["alignment_head"])
         projection = config["projection"]
         if projection["config"].get("tied_embedding") == serialized_embedding:
             # Tied to this decoder's embedding when saved: tie it to the revived one, so
@@ -175,16 +189,27 @@ class AttentionDecoder(keras.layers.Layer):
         if not self.attention.built:
             # Keys are projected before the first query exists, so build explicitly.
             self.attention.build((None, None, self.hidden_dim), memory.shape)
-        return Memory(memory, self.attention.project_keys(memory), mask)
+        head = self.alignment_head
+        if head is None:
+            head_keys = memory[:, :, :0]
+        else:
+            if not head.built:
+                head.build((None, None, self.hidden_dim + self.embedding.output_dim),
+                           memory.shape)
+            head_keys = head.project_keys(memory)
+        return Memory(memory, self.attention.project_keys(memory), mask, head_keys)
 
     def initial_state(self, memory: Memory) -> dict:
-        """RNN states from the mean encoder state: `{"rnn": ((batch, d), ...)}`."""
+        """RNN states from the mean encoder state: `{"rnn": ((batch, d), ...)}`, and
+        with an alignment head `"head_query"` (see `step`)."""
         weights = tf.cast(memory.mask, memory.values.dtype)[:, :, None]  # (batch, S, 1)
         mean = tf.reduce_sum(memory.values * weights, axis=1) / tf.maximum(
             tf.reduce_sum(weights, axis=1), 1.0
         )  # (batch, d_enc)
         states = tf.split(self.bridge(mean), self.num_layers * self.states_per_layer, axis=-1)
-        return {"rnn": tuple(states)}
+        if self.alignment_head is None:
+            return {"rnn": tuple(states)}
+        return {"rnn": tuple(states), "head_query": tf.zeros_like(states[0])}
 
     def _layer_states(self, flat_states, i):
         n = self.states_per_layer
@@ -254,31 +279,81 @@ class AttentionDecoder(keras.layers.Layer):
 
         Returns:
             `(logits (rows, V) float32, new_state, attention (rows, S) float32)`.
+            With an alignment head, `new_state["head_query"]` holds h_t
+            `(rows, hidden)`, the state that predicted this step's piece.
         """
         embedded = self.embedding(previous_tokens)  # (rows, emb)
-        output, state, weights = self._step_core(embedded, state, memory, training, kernels)
+        output, state, weights, hidden = self._step_core(
+            embedded, state, memory, training, kernels)
+        if self.alignment_head is not None:
+            state = {**state, "head_query": hidden}  # read by `head_step` for the chosen pieces
         if kernels is None:
             return self.projection(output), state, weights
         return step_kernels.project(kernels, output), state, weights
 
+    def head_step(self, pieces, queries, memory: Memory):
+        """Alignment-head rows of chosen pieces, from the states that predicted them.
+
+        Args:
+            pieces: int `(rows,)`, the piece each row chose.
+            queries: `(rows, hidden)`, `state["head_query"]` of the row's parent.
+            memory: for `batch` sentences; `rows` is a multiple of `batch`
+                (rows of one sentence contiguous), as in `step`.
+
+        Returns:
+            float32 `(rows, S)`, each row summing to 1 over the source.
+        """
+        query = tf.concat([queries, tf.cast(self.embedding(pieces), queries.dtype)], -1)
+        rows = tf.shape(query)[0]
+        per_sentence = tf.reshape(query, [tf.shape(memory.mask)[0], -1, query.shape[-1]])
+        _, weights = self.alignment_head(
+            per_sentence, memory.values, mask=memory.mask, projected_keys=memory.head_keys
+        )  # (batch, rows / batch, S)
+        return tf.reshape(weights, [rows, tf.shape(weights)[-1]])
+
+    def head_weights(self, queries, target_out, memory: Memory):
+        """Teacher-forced alignment-head rows `(batch, T, S)` float32.
+
+        Args:
+            queries: `(batch, T, hidden)`, h_j for every target position.
+            target_out: int `(batch, T)`, piece j of each row (EOS, padding 0).
+        """
+        embedded = tf.cast(self.embedding(target_out), queries.dtype)  # (batch, T, emb)
+        _, weights = self.alignment_head(
+            tf.concat([queries, embedded], -1), memory.values, mask=memory.mask,
+            projected_keys=memory.head_keys,
+        )
+        return weights
+
+    def call(self, target_in, memory: Memory, training=False):
+        outputs, weights, _ = self.teacher_forced(target_in, memory, training)
+        return self.projection(outputs), weights  # (batch, T, V), (batch, T, S)
+
+    def teacher_forced(self, target_in, memory: Memory, training=False):
+        """Teacher forcing -> `(output vectors (batch, T, out), attention (batch, T, S),
+        queries h_j (batch, T, hidden))`, before the projection to the vocabulary."""
+        embedded = self.embedding(target_in)  # (batch, T, emb)
+        return self._teacher_forced_scan(embedded, memory, training)
+
     def _teacher_forced_scan(self, embedded, memory: Memory, training):
-        """Runs `_step_core` over time with tf.scan -> outputs, attention."""
-        state = self.initial_state(memory)
+        """Runs `_step_core` over time with tf.scan -> outputs, attention, states."""
+        state = {k: v for k, v in self.initial_state(memory).items() if k != "head_query"}
 
         def scan_step(carry, embedded_t):
-            state, _, _ = carry
-            output, state, weights = self._step_core(embedded_t, state, memory, training)
-            return state, output, weights
+            state = carry[0]
+            output, state, weights, hidden = self._step_core(embedded_t, state, memory, training)
+            return state, output, weights, hidden
 
         batch = tf.shape(embedded)[0]
         seed = (
             state,
             tf.zeros([batch, self.output_dim], self.compute_dtype),
             tf.zeros(tf.shape(memory.mask), tf.float32),
+            tf.zeros([batch, self.hidden_dim], self.compute_dtype),
         )
         time_major = tf.transpose(embedded, [1, 0, 2])  # (T, batch, emb)
-        _, outputs, weights = tf.scan(scan_step, time_major, initializer=seed)
-        return tf.transpose(outputs, [1, 0, 2]), tf.transpose(weights, [1, 0, 2])
+        _, outputs, weights, hidden = tf.scan(scan_step, time_major, initializer=seed)
+        return tuple(tf.transpose(t, [1, 0, 2]) for t in (outputs, weights, hidden))
 
 
 @keras.saving.register_keras_serializable(package="nmt")
@@ -329,15 +404,13 @@ class LuongDecoder(AttentionDecoder):
         new_state = {"rnn": rnn_states}
         if self.input_feeding:
             new_state["feed"] = feed
-        return output, new_state, weights
+        return output, new_state, weights, hidden
 
-    def call(self, target_in, memory: Memory, training=False):
+    def teacher_forced(self, target_in, memory: Memory, training=False):
         embedded = self.embedding(target_in)  # (batch, T, emb)
         if self.input_feeding:
-            outputs, weights = self._teacher_forced_scan(embedded, memory, training)
-        else:
-            outputs, weights = self._whole_sequence(embedded, target_in, memory, training)
-        return self.projection(outputs), weights  # (batch, T, V), (batch, T, S)
+            return self._teacher_forced_scan(embedded, memory, training)
+        return self._whole_sequence(embedded, target_in, memory, training)
 
     def _whole_sequence(self, embedded, target_in, memory, training):
         states = self.initial_state(memory)["rnn"]
@@ -350,7 +423,7 @@ class LuongDecoder(AttentionDecoder):
                            training=training)
             x = result[0]  # (batch, T, hidden)
         outputs, _, weights = self._attentional_output(x, memory, training)
-        return outputs, weights
+        return outputs, weights, x
 
     def get_config(self):
         return {**super().get_config(), "input_feeding": self.input_feeding}
@@ -382,9 +455,4 @@ class BahdanauDecoder(AttentionDecoder):
             tf.concat([x, context], -1), state["rnn"], training, kernels)
         output = self._dense(
             self.deep_output, tf.concat([hidden, context, x], axis=-1), kernels)  # (batch, out)
-        return self.dropout(output, training=training), {"rnn": rnn_states}, weights
-
-    def call(self, target_in, memory: Memory, training=False):
-        embedded = self.embedding(target_in)  # (batch, T, emb)
-        outputs, weights = self._teacher_forced_scan(embedded, memory, training)
-        return self.projection(outputs), weights
+        return self.dropout(output, training=training), {"rnn": rnn_states}, weights, hidden

@@ -74,6 +74,12 @@ class TranslationModule(tf.Module):
         # position (see `module_from_export`).
         self.model_weights = list(model.weights)
 
+    @property
+    def has_head(self) -> bool:
+        """Whether alignments come from an alignment head (the decoder's attention
+        is then the second output, `attention`)."""
+        return self.model.decoder.alignment_head is not None
+
     def with_shortlist(self, shortlist: Shortlist | None,
                        source: str | None = None) -> TranslationModule:
         """The same model and tokenizers with another shortlist (None: the whole vocabulary).
@@ -121,6 +127,13 @@ class TranslationModule(tf.Module):
             context = (memory, tf.where(allowed, 0.0, float("-inf")))  # (batch, V')
             kernels = kernels.restrict(vocab)
 
+        def head_fn(pieces, state, parent_rows, context):
+            memory = context if self.shortlist is None else context[0]
+            if self.shortlist is not None:
+                pieces = tf.gather(vocab, pieces)
+            queries = tf.gather(state["head_query"], parent_rows)  # (R, hidden)
+            return self.model.decoder.head_step(pieces, queries, memory)
+
         def step_fn(tokens, state, context):  # context: rows of the sentences still searched
             if self.shortlist is None:
                 logits, state, weights = self.model.decode_step(tokens, state, context, kernels)
@@ -144,7 +157,7 @@ class TranslationModule(tf.Module):
             source_lengths=source_lengths, bos_id=BOS_ID, eos_id=EOS_ID,
             length_penalty=options["length_penalty"],
             coverage_penalty=options["coverage_penalty"], n_best=options["n_best"],
-            context=context,
+            context=context, head_fn=head_fn if self.has_head else None,
         )
         if self.shortlist is None:
             return result
@@ -159,10 +172,11 @@ class TranslationModule(tf.Module):
         flat = lambda t: tf.reshape(t, tf.concat([[-1], tf.shape(t)[2:]], 0))  # noqa: E731
         tokens, lengths = flat(result.tokens), flat(result.lengths)  # (B*N, T), (B*N,)
         sources = tf.repeat(sentences, n_best)
+        head = result.head if self.has_head else result.attention
         out = alignment.signature_outputs(
             self.source_tokenizer, self.target_tokenizer, sources,
-            tf.repeat(source, n_best, axis=0), tokens, lengths, flat(result.attention),
-            options["replace_unknown"],
+            tf.repeat(source, n_best, axis=0), tokens, lengths, flat(head),
+            options["replace_unknown"], attention=flat(result.attention),
         )
         unflat = lambda t: tf.reshape(t, tf.concat([[batch, n_best], tf.shape(t)[1:]], 0))  # noqa: E731
         out = {key: unflat(value) for key, value in out.items()}
@@ -212,14 +226,15 @@ class TranslationModule(tf.Module):
         eos = tf.fill([target_ids.nrows(), 1], EOS_ID)
         target_in = _dense(tf.concat([bos, target_ids], axis=1))  # (batch, T)
         target_out = _dense(tf.concat([target_ids, eos], axis=1))  # (batch, T)
-        logits, weights = self.model((source, target_in), training=False)
+        out = self.model.forward(source, target_in, target_out, training=False)
+        logits, weights = out["logits"], out.get("head", out["attention"])
         lengths = tf.cast(tf.reduce_sum(tf.cast(target_out > 0, tf.int32), axis=1), tf.int32)
         log_probs = tf.nn.log_softmax(logits)
         token_log_probs = tf.gather(log_probs, target_out, batch_dims=2)  # (batch, T)
         mask = tf.cast(target_out > 0, tf.float32)
         out = alignment.signature_outputs(
             self.source_tokenizer, self.target_tokenizer, sources, source, target_out,
-            lengths, weights, tf.constant(False), targets=targets,
+            lengths, weights, tf.constant(False), targets=targets, attention=out["attention"],
         )
         out["scores"] = tf.reduce_sum(token_log_probs * mask, axis=1)
         return out

@@ -16,6 +16,9 @@ from nmt.types import dataclass_from_dict
 DECODERS = ("luong", "bahdanau")
 ATTENTIONS = ("bahdanau", "dot", "general", "concat")
 CELLS = ("lstm", "gru")
+# Scores an alignment head can use: its query ([h_j; embedding(y_j)]) is wider
+# than the keys, so Luong's "dot" is not one of them.
+HEAD_SCORES = ("general", "bahdanau", "concat")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +44,10 @@ class ModelConfig:
         tie_embeddings: output projection shares the target embedding matrix.
         share_embeddings: source and target share one embedding (joint vocabulary).
         label_smoothing: epsilon of label-smoothed cross-entropy.
+        alignment_head: score of an alignment head (`"general"`, `"bahdanau"`
+            or `"concat"`), an attention that reads each target piece before
+            aligning it and does not feed the prediction
+            (`nmt.decoder.AttentionDecoder`); None for no head.
     """
 
     source_vocab_size: int
@@ -62,11 +69,14 @@ class ModelConfig:
     tie_embeddings: bool = True
     share_embeddings: bool = False
     label_smoothing: float = 0.1
+    alignment_head: str | None = None
 
     def __post_init__(self) -> None:
         _check_choice("decoder", self.decoder, DECODERS)
         _check_choice("attention", self.attention, ATTENTIONS)
         _check_choice("cell", self.cell, CELLS)
+        if self.alignment_head is not None:
+            _check_choice("alignment_head", self.alignment_head, HEAD_SCORES)
         for name in _POSITIVE_INTS:
             self._require(name, _is_positive_int(getattr(self, name)), "a positive integer")
         # A quoted YAML "false" is a non-empty string, i.e. truthy: reject it.
@@ -112,6 +122,8 @@ class ModelConfig:
             name += f"-local{self.local_window}"
         if self.decoder == "luong" and self.input_feeding:
             name += "+feed"
+        if self.alignment_head is not None:
+            name += f"+head-{self.alignment_head}"
         return name
 
 
@@ -174,21 +186,47 @@ class Seq2Seq(keras.Model):
             self.target_embedding if config.tie_embeddings else None,
             name="output_projection", dtype=policy,
         )
+        head = None
+        if config.alignment_head is not None:
+            head = make_attention(config.alignment_head, config.attention_units,
+                                  name="alignment_head", dtype=policy)
         decoder_args = (
             self.target_embedding, attention, config.hidden_dim, config.decoder_layers,
             config.cell, config.embedding_dim, projection, config.dropout,
         )
+        common = {"alignment_head": head, "name": "decoder", "dtype": policy}
         if config.decoder == "luong":
-            self.decoder = LuongDecoder(
-                *decoder_args, input_feeding=config.input_feeding, name="decoder", dtype=policy
-            )
+            self.decoder = LuongDecoder(*decoder_args, input_feeding=config.input_feeding,
+                                        **common)
         else:
-            self.decoder = BahdanauDecoder(*decoder_args, name="decoder", dtype=policy)
+            self.decoder = BahdanauDecoder(*decoder_args, **common)
 
     def call(self, inputs, training=False):
         source, target_in = inputs
         memory = self.encode(source, training=training)
         return self.decoder(target_in, memory, training=training)
+
+    def forward(self, source, target_in, target_out, training=False, project=True) -> dict:
+        """Teacher forcing with everything a loss may need.
+
+        Args:
+            source / target_in: as for `call`.
+            target_out: int `(batch, T)`, the pieces the rows predict (the
+                alignment head reads them).
+            project: compute the logits; the frozen-head trainer skips them.
+
+        Returns:
+            dict with `attention (batch, T, S)`, `logits (batch, T, V)` when
+            `project`, and `head (batch, T, S)` with an alignment head.
+        """
+        memory = self.encode(source, training=training)
+        outputs, attention, queries = self.decoder.teacher_forced(target_in, memory, training)
+        out = {"attention": attention}
+        if project:
+            out["logits"] = self.decoder.projection(outputs)
+        if self.decoder.alignment_head is not None:
+            out["head"] = self.decoder.head_weights(queries, target_out, memory)
+        return out
 
     def encode(self, source, training=False) -> Memory:
         """Encodes source ids and projects the keys once -> `Memory`."""
@@ -212,6 +250,8 @@ class Seq2Seq(keras.Model):
         self((source, target))
         memory = self.encode(source)
         self.decode_step(target[:, 0], self.initial_state(memory), memory)
+        if self.decoder.alignment_head is not None:
+            self.forward(source, target, target)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         logits, _ = y_pred

@@ -128,6 +128,54 @@ class GuidedAlignmentConfig:
         return self.type != "none"
 
 
+HEAD_TRAINING = ("joint", "frozen")
+
+
+@dataclasses.dataclass(frozen=True)
+class AlignmentHeadConfig:
+    """How the alignment head (`model.alignment_head`) is trained.
+
+    The head is supervised by the corpus word links (the same file and step
+    convention as guided alignment: `data.train_alignments`, or eflomal's links
+    combined by `guided_alignment.symmetrization`).
+
+    Attributes:
+        train: `"joint"`: with the model, the loss is `translation [+ guided
+            alignment] + weight * head loss`; `"frozen"`: only the head's
+            weights change, every other weight is `init_from`'s, so its
+            translations stay byte-identical (no dev BLEU is computed).
+        init_from: an exported model version directory or a training run
+            whose weights start the model (required for `frozen`); the run
+            then uses its tokenizers, and `model` must match its architecture.
+        type: `"ce"` or `"mse"` (see `nmt.guided_alignment`).
+        weight: the head loss's weight in joint training.
+    """
+
+    train: str = "joint"
+    init_from: str | None = None
+    type: str = "ce"
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.train not in HEAD_TRAINING:
+            raise ValueError(f"alignment_head.train must be one of {HEAD_TRAINING}. "
+                             f"Received: train={self.train!r}")
+        if self.train == "frozen" and not self.init_from:
+            raise ValueError("alignment_head.train: frozen needs alignment_head.init_from (an "
+                             "exported model version or a training run to start from)")
+        if self.type not in GUIDED_ALIGNMENT_TYPES:
+            raise ValueError(f"alignment_head.type must be one of {GUIDED_ALIGNMENT_TYPES}. "
+                             f"Received: type={self.type!r}")
+        if isinstance(self.weight, bool) or not isinstance(self.weight, (int, float)) or (
+                self.weight <= 0):
+            raise ValueError("alignment_head.weight must be a number > 0. "
+                             f"Received: weight={self.weight!r}")
+
+    @property
+    def frozen(self) -> bool:
+        return self.train == "frozen"
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     name: str
@@ -136,6 +184,21 @@ class TrainConfig:
     model: dict[str, Any]
     optim: OptimConfig
     guided_alignment: GuidedAlignmentConfig = GuidedAlignmentConfig()
+    alignment_head: AlignmentHeadConfig = AlignmentHeadConfig()
+
+    def __post_init__(self) -> None:
+        if self.model.get("alignment_head") is None and self.alignment_head.init_from:
+            raise ValueError("alignment_head.init_from is set but the model has no head: "
+                             "set model.alignment_head (general, bahdanau or concat)")
+
+    @property
+    def has_head(self) -> bool:
+        return self.model.get("alignment_head") is not None
+
+    @property
+    def needs_links(self) -> bool:
+        """Whether training reads corpus word links (guided alignment or a head)."""
+        return self.guided_alignment.enabled or self.has_head
 
 
 def parse_duration(text: str | int | float) -> float:
@@ -186,6 +249,10 @@ def read_raw_config(path: str | Path, overrides: dict[str, Any] | None = None) -
     if data.get("train_alignments"):
         data["train_alignments"] = str((path.parent / data["train_alignments"]).resolve())
     raw["data"] = data
+    head = dict(raw.get("alignment_head") or {})
+    if head.get("init_from"):
+        head["init_from"] = str((path.parent / head["init_from"]).resolve())
+        raw["alignment_head"] = head
     raw.setdefault("name", path.stem)
     return raw
 
@@ -204,4 +271,5 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
         guided_alignment=_section(
             GuidedAlignmentConfig, raw.get("guided_alignment"), "guided_alignment"
         ),
+        alignment_head=_section(AlignmentHeadConfig, raw.get("alignment_head"), "alignment_head"),
     )

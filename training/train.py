@@ -69,10 +69,15 @@ class WarmupInverseSqrt(keras.optimizers.schedules.LearningRateSchedule):
 
 
 def prepare_tokenizers(cfg: TrainConfig, run_dir: Path, pairs) -> TokenizerPair:
-    """Loads the run's tokenizers, or trains them on the training pairs."""
+    """Loads the run's tokenizers, or takes those of `alignment_head.init_from`, or
+    trains them on the training pairs."""
     directory = run_dir / "tokenizer"
     if (directory / "tokenizer.json").exists():
         return TokenizerPair.load(directory)
+    if cfg.alignment_head.init_from:
+        tokenizers = starting_module(cfg.alignment_head.init_from).tokenizers
+        tokenizers.save(directory)
+        return tokenizers
     log.info("training SentencePiece (vocab %d, joint=%s)", cfg.tokenizer.vocab_size,
              cfg.tokenizer.joint)
     tokenizers = train_tokenizers(pairs, cfg.tokenizer.vocab_size, joint=cfg.tokenizer.joint)
@@ -90,7 +95,7 @@ def load_corpora(cfg: TrainConfig, run_dir: Path):
     corpus = encode_pairs(
         pairs, tokenizers, max_tokens_per_sentence=cfg.data.max_tokens_per_sentence
     )
-    if cfg.guided_alignment.enabled:
+    if cfg.needs_links:
         path = prepare_alignments(cfg, run_dir, raw_pairs, tokenizers)
         alignments = corpus_alignment.read_training_alignments(path, len(raw_pairs))
         corpus = corpus.with_alignments(corpus_alignment.corpus_links(
@@ -156,6 +161,53 @@ def align_training_corpus(config_path: str | Path, run_dir: str | Path, *,
     return path, len(raw_pairs)
 
 
+def starting_module(path: str | Path) -> TranslationModule:
+    """The model a run starts from: an exported version directory or a training run."""
+    path = Path(path)
+    if (path / "saved_model.pb").exists():
+        from nmt.export import module_from_export
+
+        return module_from_export(path, "float32")
+    if (path / "config.yaml").exists():
+        from training.export_run import module_from_run
+
+        return module_from_run(path)
+    raise FileNotFoundError(
+        f"alignment_head.init_from={str(path)!r} is neither an exported model version "
+        "(a directory with saved_model.pb, e.g. models/en-fr/4) nor a training run "
+        "(a directory with config.yaml)"
+    )
+
+
+def copy_weights(source: Seq2Seq, target: Seq2Seq) -> int:
+    """Copies `source`'s weights into `target`, which may add an alignment head.
+
+    Weights are matched by position (Keras numbers layer names per process,
+    so paths differ between two models of one architecture), the head's left
+    out of `target`'s list.
+
+    Returns:
+        The number of weights copied.
+
+    Raises:
+        ValueError: the architectures differ (other weight count or shapes).
+    """
+    head = target.decoder.alignment_head
+    head_ids = {id(w) for w in head.weights} if head is not None else set()
+    wanted = [w for w in target.weights if id(w) not in head_ids]
+    given = list(source.weights)
+    shapes = [tuple(w.shape) for w in wanted], [tuple(w.shape) for w in given]
+    if shapes[0] != shapes[1]:
+        raise ValueError(
+            "The starting model does not match the model to train: its model section must "
+            "match the starting model's architecture (only model.alignment_head may be "
+            f"added). Received: {len(given)} weights to start from, {len(wanted)} expected"
+        )
+    for weight, value in zip(wanted, given, strict=True):
+        weight.assign(value)
+    return len(given)
+
+
 def model_config(cfg: TrainConfig, tokenizers: TokenizerPair) -> ModelConfig:
     return ModelConfig.from_dict({
         **cfg.model,
@@ -173,11 +225,18 @@ class Trainer:
         self.dev_sources, self.dev_references = group_references(dev_pairs)
         self.strategy = pick_strategy()
         keras.mixed_precision.set_global_policy(cfg.optim.precision)
+        self.head = cfg.alignment_head
         with self.strategy.scope():
             self.model = Seq2Seq(model_config(cfg, tokenizers))
             self.model.build_for()
+            if self.head.init_from:
+                copied = copy_weights(starting_module(self.head.init_from).model, self.model)
+                log.info("started from %s (%d weights)", self.head.init_from, copied)
+            self.trained_variables = (
+                self.model.decoder.alignment_head.trainable_variables if self.head.frozen
+                else self.model.trainable_variables)
             self.optimizer = self._make_optimizer()
-            self.optimizer.build(self.model.trainable_variables)
+            self.optimizer.build(self.trained_variables)
         self.state = {
             name: tf.Variable(value, trainable=False, name=name)
             for name, value in [("step", 0), ("epoch", 0), ("batch_in_epoch", 0),
@@ -221,25 +280,33 @@ class Trainer:
                 or None without guidance.
 
         Returns:
-            `(translation loss, alignment loss)`, scalars; the second is 0
-            without `gold`.
+            `(translation loss, alignment loss, head loss)`, scalars; the
+            second is 0 without guided alignment, the third without a head;
+            a frozen-head run computes only the third (the first is 0).
         """
-        guide = self.cfg.guided_alignment
+        guide, head, frozen = self.cfg.guided_alignment, self.head, self.head.frozen
+        zero = tf.constant(0.0)
 
         def replica_step(inputs, target_out, gold):
             with tf.GradientTape() as tape:
-                logits, attention = self.model(inputs, training=True)
-                loss = sequence_loss(target_out, logits, self.model.config.label_smoothing)
-                align_loss = tf.constant(0.0)
-                if gold is not None:
-                    align_loss = guided_alignment_loss(attention, gold, guide.type)
-                total = loss + guide.weight * align_loss
+                # A frozen model runs as it translates: no dropout, no logits.
+                out = self.model.forward(*inputs, target_out, training=not frozen,
+                                         project=not frozen)
+                loss = align_loss = head_loss = zero
+                if not frozen:
+                    loss = sequence_loss(target_out, out["logits"],
+                                         self.model.config.label_smoothing)
+                if gold is not None and guide.enabled and not frozen:
+                    align_loss = guided_alignment_loss(out["attention"], gold, guide.type)
+                if gold is not None and "head" in out:
+                    head_loss = guided_alignment_loss(out["head"], gold, head.type)
+                total = loss + guide.weight * align_loss + head.weight * head_loss
                 scaled = total / self.strategy.num_replicas_in_sync
                 if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
                     scaled = self.optimizer.scale_loss(scaled)
-            grads = tape.gradient(scaled, self.model.trainable_variables)
-            self.optimizer.apply(grads, self.model.trainable_variables)
-            return loss, align_loss
+            grads = tape.gradient(scaled, self.trained_variables)
+            self.optimizer.apply(grads, self.trained_variables)
+            return loss, align_loss, head_loss
 
         losses = self.strategy.run(replica_step, args=(inputs, target_out, gold))
         return tuple(
@@ -317,7 +384,7 @@ class Trainer:
                 self.state["batch_in_epoch"].assign(0)
         reason = reason or f"max_epochs={o.max_epochs} reached"
         step = int(self.state["step"])
-        if not self.stop_reason and step % o.eval_every:
+        if not self.stop_reason and step % o.eval_every and not self.head.frozen:
             # Budgets end between evaluations; score the last weights too.
             self._evaluate_and_keep_best(step)
         self.state["train_seconds"].assign(base_seconds + time.time() - started)
@@ -336,7 +403,10 @@ class Trainer:
             reason = self._should_stop(started, budget)
             if reason:
                 return reason
-            loss, align_loss = (float(v) for v in self.train_step(inputs, target_out, *gold))
+            loss, align_loss, head_loss = (
+                float(v) for v in self.train_step(inputs, target_out, *gold))
+            if self.head.frozen:
+                loss = head_loss  # what the run optimises, for the log and the check
             if not math.isfinite(loss):
                 raise FloatingPointError(
                     f"loss became {loss} at step {int(self.state['step'])}; lower "
@@ -351,12 +421,15 @@ class Trainer:
             with self.writer.as_default():
                 tf.summary.scalar("train/loss", loss, step=step)
                 tf.summary.scalar("train/learning_rate", lr, step=step)
-                if gold:
+                if gold and self.cfg.guided_alignment.enabled and not self.head.frozen:
                     tf.summary.scalar("train/alignment_loss", align_loss, step=step)
+                if gold and self.cfg.has_head:
+                    tf.summary.scalar("train/head_loss", head_loss, step=step)
             self.state["train_seconds"].assign(base_seconds + time.time() - started)
             if step % o.checkpoint_every == 0:
                 self.manager.save(checkpoint_number=step)
-            if step % o.eval_every == 0:
+            if step % o.eval_every == 0 and not self.head.frozen:
+                # A frozen head leaves the translations (and dev BLEU) as they were.
                 self._evaluate_and_keep_best(step)
         return self._should_stop(started, budget)
 
@@ -405,6 +478,9 @@ def run(config_path: str | Path, run_dir: str | Path, *, resume: bool = False,
         # data paths relative to the run directory, so the run can move with its data.
         effective = read_raw_config(config_path, overrides)
         effective["data"] = relative_data_paths(effective["data"], run_dir)
+        if (effective.get("alignment_head") or {}).get("init_from"):
+            head = effective["alignment_head"]
+            head["init_from"] = os.path.relpath(head["init_from"], run_dir.resolve())
         (run_dir / "config.yaml").write_text(yaml.safe_dump(effective, sort_keys=False))
     keras.utils.set_random_seed(cfg.optim.seed)
     tokenizers, corpus, dev = load_corpora(cfg, run_dir)
@@ -428,6 +504,13 @@ def relative_data_paths(data: dict, run_dir: Path) -> dict:
         if data.get(key):
             data[key] = os.path.relpath(data[key], run_dir.resolve())
     return data
+
+
+def _relative_start(head: dict, run_dir: Path) -> dict:
+    """The head settings with `init_from` relative to the run (no machine paths)."""
+    if head.get("init_from"):
+        head = {**head, "init_from": os.path.relpath(head["init_from"], run_dir.resolve())}
+    return head
 
 
 def machine_summary() -> dict:
@@ -454,6 +537,8 @@ def _write_summary(trainer: Trainer, run_dir: Path) -> None:
         "machine": machine_summary(),
         "model_config": trainer.model.config.to_dict(),
         "guided_alignment": dataclasses.asdict(trainer.cfg.guided_alignment),
+        "alignment_head": _relative_start(dataclasses.asdict(trainer.cfg.alignment_head),
+                                          run_dir),
         "python": sys.version.split()[0],
         "tensorflow": tf.__version__,
     }

@@ -242,6 +242,7 @@ def test_signatures_match_the_design_contract(exports):
     outputs = {
         "translations": ("string", [-1]), "source_tokens": ("string", [-1, -1]),
         "target_tokens": ("string", [-1, -1]), "alignments": ("float32", [-1, -1, -1]),
+        "attention": ("float32", [-1, -1, -1]), "word_attention": ("float32", [-1, -1, -1]),
         "scores": ("float32", [-1]), "word_alignments": ("string", [-1]),
         "source_lengths": ("int32", [-1]), "target_lengths": ("int32", [-1]),
     }

@@ -416,3 +416,73 @@ def test_fit_reduces_the_loss():
     losses = history.history["loss"]
     assert np.isfinite(losses).all()
     assert losses[-1] < losses[0] - 0.1, losses
+
+
+# --------------------------------------------------------------------------- alignment head
+
+HEADS = [("luong-general", "general", "lstm"), ("luong-general+feed", "bahdanau", "gru"),
+         ("bahdanau", "concat", "lstm"), ("luong-dot", "general", "gru")]
+
+
+@pytest.mark.parametrize("decoder, head, cell", HEADS)
+def test_head_rows_of_search_steps_equal_teacher_forcing(decoder, head, cell):
+    model = shared_model(**DECODERS[decoder], cell=cell, alignment_head=head)
+    forced = model.forward(tf.constant(SOURCE), tf.constant(TARGET_IN), tf.constant(TARGET_OUT))
+    memory = model.encode(tf.constant(SOURCE))
+    state = model.initial_state(memory)
+    rows = []
+    for t in range(TARGET_IN.shape[1]):
+        _, state, _ = model.decode_step(tf.constant(TARGET_IN[:, t]), state, memory)
+        # The piece this step predicts is read with the state that predicted it.
+        rows.append(model.decoder.head_step(tf.constant(TARGET_OUT[:, t]),
+                                            state["head_query"], memory))
+    stepped = np.stack(rows, axis=1)  # (B, T, S)
+    real = TARGET_OUT != 0
+    np.testing.assert_allclose(stepped[real], forced["head"].numpy()[real], atol=1e-5)
+    head = forced["head"].numpy()
+    np.testing.assert_allclose(head.sum(-1), 1.0, atol=1e-5)
+    assert np.all(head[np.broadcast_to((SOURCE == 0)[:, None], head.shape)] == 0)
+
+
+def test_head_reads_the_piece_it_aligns():
+    model = shared_model(**SHIPPED, alignment_head="general")
+    other = np.where(TARGET_OUT > 2, TARGET_OUT + 1, TARGET_OUT)  # other pieces, same states
+    rows = [model.forward(tf.constant(SOURCE), tf.constant(TARGET_IN), tf.constant(t))["head"]
+            for t in (TARGET_OUT, other)]
+    changed = TARGET_OUT > 2
+    assert np.abs(rows[0].numpy() - rows[1].numpy()).sum(-1)[changed].min() > 1e-4
+
+
+def test_head_leaves_translation_and_attention_unchanged():
+    plain = shared_model(**SHIPPED)
+    headed = shared_model(**SHIPPED, alignment_head="general")
+    head_ids = {id(w) for w in headed.decoder.alignment_head.weights}
+    for weight, value in zip([w for w in headed.weights if id(w) not in head_ids],
+                             plain.weights, strict=True):
+        weight.assign(value)
+    logits, attention = plain((SOURCE, TARGET_IN))
+    out = headed.forward(tf.constant(SOURCE), tf.constant(TARGET_IN), tf.constant(TARGET_OUT))
+    np.testing.assert_array_equal(out["logits"].numpy(), logits.numpy())
+    np.testing.assert_array_equal(out["attention"].numpy(), attention.numpy())
+    assert "head" not in plain.forward(tf.constant(SOURCE), tf.constant(TARGET_IN),
+                                       tf.constant(TARGET_OUT))
+
+
+def test_head_weights_come_after_the_shipped_architecture():
+    # A model with a head restores the weights of one without by position (the
+    # head's weights left out), so the rest of the order must stay the shipped one.
+    plain = shared_model(**SHIPPED)
+    headed = shared_model(**SHIPPED, alignment_head="general")
+    head_ids = {id(w) for w in headed.decoder.alignment_head.weights}
+    rest = [(w.path.split("/")[-1], tuple(w.shape)) for w in headed.weights
+            if id(w) not in head_ids]
+    assert rest == [(w.path.split("/")[-1], tuple(w.shape)) for w in plain.weights]
+    assert [tuple(w.shape) for w in headed.decoder.alignment_head.weights] == [
+        (HIDDEN, HIDDEN + EMB)]  # general: W over [h; e(y)] for keys of the encoder's size
+
+
+def test_head_config_checks_and_names():
+    assert tiny_config(**SHIPPED, alignment_head="bahdanau").architecture_name() == (
+        "luong-general+head-bahdanau")
+    with pytest.raises(ValueError, match="alignment_head='dot'"):
+        tiny_config(alignment_head="dot")

@@ -346,6 +346,11 @@ def test_dynamic_shapes_and_sizes_inside_tf_function():
             weights = tf.nn.softmax(tiled_memory * tf.cast(h[:, None] % 5, tf.float32), axis=-1)
             return log_probs, h, weights
 
+        def head_fn(pieces, h, parent_rows, memory):  # R = 2K rows per sentence
+            tiled = tf.repeat(memory, tf.shape(pieces)[0] // tf.shape(memory)[0], axis=0)
+            chosen = tf.cast((pieces + tf.gather(h, parent_rows)) % 3, tf.float32)
+            return tf.nn.softmax(tiled * chosen[:, None], axis=-1)  # (R, S)
+
         return beam_search(
             step_fn,
             tile_beams(starts, beam_size),
@@ -358,6 +363,7 @@ def test_dynamic_shapes_and_sizes_inside_tf_function():
             coverage_penalty=beta,
             n_best=n_best,
             context=memory,
+            head_fn=head_fn,
         )
 
     rng = np.random.default_rng(0)
@@ -374,7 +380,7 @@ def test_dynamic_shapes_and_sizes_inside_tf_function():
         for name, got, want in zip(graph._fields, graph, eager, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=name)
         assert graph.tokens.shape[:2] == (batch, n_best)
-        assert graph.attention.shape[-1] == width
+        assert graph.attention.shape[-1] == graph.head.shape[-1] == width
         assert np.all(np.diff(graph.scores.numpy(), axis=1) <= 0), "n-best must be sorted"
     assert translate.experimental_get_tracing_count() == 1
 
@@ -436,3 +442,63 @@ def test_penalties_match_the_gnmt_formulas():
 def test_bad_sizes_raise(beam_size, n_best):
     with pytest.raises(ValueError, match="Received"):
         run_letters(bigram_step(bigram_log_probs(CAT)), beam_size, n_best=n_best)
+
+
+# --------------------------------------------------------------------------- alignment head
+
+WIDTH = len(LETTERS)  # source positions of the head test: one per letter
+
+
+def remembering_step(log_probs: np.ndarray):
+    """Like `bigram_step`, with the step's input token as the new state."""
+    table = tf.constant(log_probs)
+
+    def step_fn(tokens, state, context):
+        return tf.gather(table, tokens), tokens, tf.fill([tf.shape(tokens)[0], WIDTH], 1 / WIDTH)
+
+    return step_fn
+
+
+def letter_head(pieces, state, parent_rows, context):
+    """Half on the chosen piece, half on the piece its parent read: shows both came through."""
+    previous = tf.gather(state, parent_rows)
+    return 0.5 * tf.one_hot(pieces, WIDTH) + 0.5 * tf.one_hot(previous, WIDTH)
+
+
+def expected_head(word: str) -> np.ndarray:
+    rows = np.zeros((len(word), WIDTH), np.float32)
+    for t, letter in enumerate(word):
+        rows[t, ID[letter]] += 0.5
+        rows[t, ID[word[t - 1]] if t else BOS] += 0.5
+    return rows
+
+
+def run_with_head(rules, beam_size, **kwargs):
+    return beam_search(
+        remembering_step(bigram_log_probs(rules)),
+        tile_beams(tf.zeros([1], tf.int32), beam_size),
+        batch_size=1, beam_size=beam_size, max_lengths=tf.constant([kwargs.pop("max_length", 8)]),
+        source_lengths=tf.constant([WIDTH]), bos_id=BOS, eos_id=EOS, head_fn=letter_head,
+        **kwargs)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_head_rows_belong_to_each_piece_and_the_state_that_chose_it(beam_size):
+    rules = {**CAT, "^": {"c": 0.5, "d": 0.4}, "d": {"o": 0.8}, "o": {"g": 0.8},
+             "g": {"$": 0.8}}
+    result = run_with_head(rules, beam_size, n_best=min(2, beam_size))
+    for rank in range(min(2, beam_size)):
+        word = spell(result, rank=rank)
+        head = result.head[0, rank, :len(word)].numpy()
+        np.testing.assert_allclose(head, expected_head(word), err_msg=word)
+        assert not result.head[0, rank, len(word):].numpy().any(), "rows after the end are 0"
+
+
+def test_the_last_piece_of_a_hypothesis_cut_at_the_limit_gets_its_row():
+    result = run_with_head(CAT, 2, max_length=3)
+    assert spell(result) == "cat"
+    np.testing.assert_allclose(result.head[0, 0].numpy(), expected_head("cat"))
+
+
+def test_without_a_head_the_result_has_none():
+    assert run_letters(bigram_step(bigram_log_probs(CAT)), 2).head is None

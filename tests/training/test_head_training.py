@@ -1,0 +1,103 @@
+"""The alignment head trained end to end on a synthetic reversal task: frozen on a trained
+run (translations byte-identical, alignments far better) and jointly with the model."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import yaml
+
+from nmt.evaluation import alignment_scores
+from tests.training.test_guided_training import (
+    gold_links,
+    reversal_pairs,
+    write_gold_piece_links,
+    write_run_config,
+)
+from training import train as train_module
+from training.config import load_config
+from training.export_run import module_from_run
+
+TEST = reversal_pairs(60, 1)
+
+
+def forced(run_dir):
+    module = module_from_run(run_dir)
+    return module, module.align(tf.constant([s for s, _ in TEST]),
+                                tf.constant([t for _, t in TEST]))
+
+
+def aer(out) -> float:
+    predicted = [
+        {tuple(int(x) for x in link.split("-")) for link in text.decode().split()}
+        for text in out["word_alignments"].numpy()
+    ]
+    gold = [gold_links(pair) for pair in TEST]
+    return alignment_scores(predicted, gold, gold).aer
+
+
+def head_config(tmp_path, name: str, train: str, init_from=None, steps: int = 200):
+    path = write_run_config(tmp_path, name, guided=False)
+    config = yaml.safe_load(path.read_text())
+    config["model"]["alignment_head"] = "general"
+    config["data"]["train_alignments"] = str(tmp_path / "gold.txt")
+    config["alignment_head"] = {"train": train, **({"init_from": str(init_from)}
+                                                    if init_from else {})}
+    config["optim"]["max_steps"] = steps
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory):
+    """An unguided model trained on the task, and the gold piece links of its corpus."""
+    tmp_path = tmp_path_factory.mktemp("head")
+    run = train_module.run(write_run_config(tmp_path, "plain", False), tmp_path / "plain")
+    write_gold_piece_links(tmp_path / "plain.yaml", run, tmp_path / "gold.txt")
+    return tmp_path, run
+
+
+def test_frozen_head_aligns_far_better_and_changes_no_translation(plain_run):
+    tmp_path, plain = plain_run
+    config = head_config(tmp_path, "frozen", "frozen", init_from=plain, steps=150)
+    run = train_module.run(config, tmp_path / "frozen")
+    plain_module, plain_out = forced(plain)
+    head_module, head_out = forced(run)
+    assert aer(head_out) < 0.1, aer(head_out)
+    assert aer(head_out) < aer(plain_out) - 0.2, (aer(head_out), aer(plain_out))
+    # Every weight but the head's is the starting run's, so translations are identical.
+    head_ids = {id(w) for w in head_module.model.decoder.alignment_head.weights}
+    rest = [w for w in head_module.model.weights if id(w) not in head_ids]
+    for weight, start in zip(rest, plain_module.model.weights, strict=True):
+        np.testing.assert_array_equal(weight.numpy(), start.numpy())
+    sources = tf.constant([s for s, _ in TEST[:8]])
+    ours, theirs = head_module.translate(sources), plain_module.translate(sources)
+    assert ours["translations"].numpy().tolist() == theirs["translations"].numpy().tolist()
+    np.testing.assert_array_equal(ours["scores"].numpy(), theirs["scores"].numpy())
+    np.testing.assert_array_equal(ours["attention"].numpy(), theirs["alignments"].numpy())
+    summary = yaml.safe_load((run / "summary.json").read_text())
+    assert summary["alignment_head"]["init_from"] == "../plain"  # relative, no machine paths
+    assert (run / "tokenizer" / "tokenizer.json").exists()
+
+
+def test_joint_head_trains_with_the_model(plain_run):
+    tmp_path, _ = plain_run
+    run = train_module.run(head_config(tmp_path, "joint", "joint", steps=250),
+                           tmp_path / "joint")
+    _, out = forced(run)
+    assert aer(out) < 0.15, aer(out)
+
+
+def test_frozen_needs_a_start_and_a_matching_model(plain_run):
+    tmp_path, plain = plain_run
+    path = head_config(tmp_path, "nostart", "frozen")
+    with pytest.raises(ValueError, match="init_from"):
+        load_config(path)
+    bad = head_config(tmp_path, "bigger", "frozen", init_from=plain)
+    config = yaml.safe_load(bad.read_text())
+    config["model"]["hidden_dim"] = 48
+    bad.write_text(yaml.safe_dump(config))
+    with pytest.raises(ValueError, match="architecture"):
+        train_module.run(bad, tmp_path / "bigger")
+    missing = head_config(tmp_path, "missing", "frozen", init_from=tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match="neither an exported model"):
+        train_module.run(missing, tmp_path / "missing")
