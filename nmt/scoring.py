@@ -23,7 +23,7 @@ from nmt.evaluation import (
     group_references,
 )
 from nmt.translator import Translator
-from nmt.types import DecodeOptions
+from nmt.types import DecodeOptions, Translation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,24 +83,40 @@ def score_translations(translator: Translator, pairs: Sequence[tuple[str, str]],
     )
 
 
+def force_align(translator: Translator, gold: Sequence[AlignedPair],
+                batch_size: int = 16, **link_options) -> list[Translation]:
+    """The model's forced alignment of every gold pair (`Translator.align`)."""
+    results: list[Translation] = []
+    for start in range(0, len(gold), batch_size):
+        chunk = gold[start:start + batch_size]
+        results.extend(translator.align(
+            [" ".join(p.source_words) for p in chunk], [" ".join(p.target_words) for p in chunk],
+            **link_options,
+        ))
+    return results
+
+
 def score_alignments(translator: Translator, gold: Sequence[AlignedPair],
-                     batch_size: int = 16) -> AlignmentReport:
+                     batch_size: int = 16, **link_options) -> AlignmentReport:
     """AER of the model's word links, by forced decoding of the gold target.
 
     Word indices of the model refer to the whitespace words of the source
     and of the (normalised) target; sentences where normalisation changed
     the number of target words are counted in `word_count_mismatches` and
     scored as they are.
+
+    Args:
+        link_options: `links` and `link_threshold` of `Translator.align`.
     """
-    predicted, mismatches = [], 0
-    for start in range(0, len(gold), batch_size):
-        chunk = gold[start:start + batch_size]
-        results = translator.align(
-            [" ".join(p.source_words) for p in chunk], [" ".join(p.target_words) for p in chunk]
-        )
-        for pair, result in zip(chunk, results, strict=True):
-            mismatches += len(result.text.split()) != len(pair.target_words)
-            predicted.append(set(result.word_alignment))
+    results = force_align(translator, gold, batch_size, **link_options)
+    return alignment_report([set(r.word_alignment) for r in results], gold, results)
+
+
+def alignment_report(predicted: Sequence[set], gold: Sequence[AlignedPair],
+                     results: Sequence[Translation]) -> AlignmentReport:
+    """Scores predicted links of forced alignments `results` against `gold`."""
+    mismatches = sum(len(result.text.split()) != len(pair.target_words)
+                     for pair, result in zip(gold, results, strict=True))
     scores = alignment_scores(predicted, [p.sure for p in gold], [p.possible for p in gold])
     by_length = {}
     for label, lowest, highest in LENGTH_BUCKETS:

@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the SentencePiece ops the graph uses)
 
+from nmt import word_links
 from nmt.constants import METADATA_PATH
 from nmt.paths import resolve_version_dir
 from nmt.types import (
@@ -40,6 +41,9 @@ class ModelInfo:
         source_vocab_size / target_vocab_size: subword vocabulary sizes.
         metadata: everything else from the export's metadata (scores,
             attribution, training summary).
+        alignment: where `Hypothesis.alignment` comes from: `"alignment_head"`
+            or `"attention"` (the decoder's).
+        word_links: the rule of the exported word links (`nmt.word_links`).
     """
 
     name: str
@@ -49,6 +53,8 @@ class ModelInfo:
     source_vocab_size: int
     target_vocab_size: int
     metadata: dict
+    alignment: str = "attention"
+    word_links: str = word_links.DEFAULT_LINK_RULE
 
 
 def _strings(values: np.ndarray) -> list[str]:
@@ -94,16 +100,22 @@ class Translator:
             source_vocab_size=int(config.get("source_vocab_size", 0)),
             target_vocab_size=int(config.get("target_vocab_size", 0)),
             metadata=metadata,
+            alignment="alignment_head" if config.get("alignment_head") else "attention",
+            word_links=str(metadata.get("word_links", word_links.DEFAULT_LINK_RULE)),
         )
         return cls(loaded, info)
 
-    def translate(self, sentences: Sequence[str], options: DecodeOptions | None = None,
+    def translate(self, sentences: Sequence[str], options: DecodeOptions | None = None, *,
+                  links: str | None = None, link_threshold: float = word_links.DEFAULT_THRESHOLD,
                   **overrides) -> list[Translation]:
         """Translates sentences; keyword arguments override `DecodeOptions` fields.
 
         Args:
             sentences: the source sentences (a list, not a single string).
             options: decoding options; defaults to `DecodeOptions()`.
+            links: a rule of `nmt.word_links.LINK_RULES` to read the word links
+                with; None keeps the model's own (`argmax`).
+            link_threshold: the rule's threshold (`threshold` and `grow`).
             **overrides: any `DecodeOptions` field, e.g. `beam_size=1`.
 
         Returns:
@@ -112,9 +124,11 @@ class Translator:
         Raises:
             TypeError: `sentences` is a single string, or holds a non-string
                 (the same check as `nmt_api.client.TranslationClient`).
-            ValueError: a decoding option is out of range or unknown.
+            ValueError: a decoding option is out of range or unknown, or a link
+                rule is unknown or needs a newer export.
         """
         options = _decode_options(options, overrides)
+        self._check_links(links, link_threshold)
         sentences = sentence_list(sentences, "sentences")
         if not sentences:
             return []
@@ -129,15 +143,30 @@ class Translator:
             replace_unknown=tf.constant(options.replace_unknown, tf.bool),
         )
         out = {key: value.numpy() for key, value in out.items()}
-        return [self._translation(sentences[i], out, i) for i in range(len(sentences))]
+        return [self._translation(sentences[i], out, i, links, link_threshold)
+                for i in range(len(sentences))]
 
-    def align(self, sources: Sequence[str], targets: Sequence[str]) -> list[Translation]:
+    def _check_links(self, links: str | None, threshold: float) -> None:
+        if links is None:
+            return
+        word_links.check_rule(links, threshold)
+        if "word_attention" not in self._align.structured_outputs:
+            raise ValueError(
+                f"link rule {links!r} needs the word matrix, which this export "
+                f"({self.info.path}) does not return: re-export it with this version "
+                "(nmt export --from-export ... --overwrite), or leave the rule unset"
+            )
+
+    def align(self, sources: Sequence[str], targets: Sequence[str], *,
+              links: str | None = None,
+              link_threshold: float = word_links.DEFAULT_THRESHOLD) -> list[Translation]:
         """Forced alignment of given pairs: the target is scored, not searched.
 
         Returns:
             One `Translation` per pair whose hypothesis text is the target as
             given (word links count its whitespace words) and whose score is
             the target's total log-probability (not length-normalised).
+            `links` and `link_threshold` as for `translate`.
 
         Raises:
             TypeError: `sources` or `targets` is a single string, or holds a
@@ -151,15 +180,18 @@ class Translator:
                 f"sources and targets must have the same length. Received: {len(sources)} "
                 f"sources and {len(targets)} targets"
             )
+        self._check_links(links, link_threshold)
         if not sources:
             return []
         out = self._align(sources=tf.constant(sources, tf.string),
                           targets=tf.constant(targets, tf.string))
         out = {key: value.numpy()[:, None] for key, value in out.items()}
-        return [self._translation(sources[i], out, i) for i in range(len(sources))]
+        return [self._translation(sources[i], out, i, links, link_threshold)
+                for i in range(len(sources))]
 
     @staticmethod
-    def _translation(source: str, out: dict, i: int) -> Translation:
+    def _translation(source: str, out: dict, i: int, links: str | None = None,
+                     threshold: float = word_links.DEFAULT_THRESHOLD) -> Translation:
         source_length = int(out["source_lengths"][i, 0])
         source_tokens = tuple(_strings(out["source_tokens"][i, 0][:source_length]))
         nbest = []
@@ -168,12 +200,25 @@ class Translator:
             score = float(out["scores"][i, n])
             if length == 0 and not np.isfinite(score):
                 continue  # fewer hypotheses exist than were asked for
+            text = out["translations"][i, n].decode("utf-8", errors="replace")
+            matrix = None
+            if "word_attention" in out:
+                words = len(text.split()), len(source.split())
+                matrix = np.asarray(out["word_attention"][i, n][:words[0], :words[1]])
+            if links is None:
+                pharaoh = parse_pharaoh(out["word_alignments"][i, n].decode("utf-8"))
+            else:
+                pharaoh = tuple(word_links.word_links(matrix, links, threshold))
+            attention = out.get("attention")
             nbest.append(Hypothesis(
-                text=out["translations"][i, n].decode("utf-8", errors="replace"),
+                text=text,
                 target_tokens=tuple(_strings(out["target_tokens"][i, n][:length])),
                 score=score,
                 alignment=np.asarray(out["alignments"][i, n][:length, :source_length]),
-                word_alignment=parse_pharaoh(out["word_alignments"][i, n].decode("utf-8")),
+                word_alignment=pharaoh,
+                attention=(None if attention is None
+                           else np.asarray(attention[i, n][:length, :source_length])),
+                word_matrix=matrix,
             ))
         return Translation(source=source, source_tokens=source_tokens, nbest=tuple(nbest))
 

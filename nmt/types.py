@@ -114,12 +114,19 @@ class Hypothesis:
         target_tokens: subword pieces of the translation, ending with "</s>"
             when the hypothesis ended (not when it was cut at the length limit).
         score: length-normalised log-probability (higher is better).
-        alignment: attention weights, shape `(len(target_tokens), len(source_tokens))`
+        alignment: alignment weights, shape `(len(target_tokens), len(source_tokens))`
             (the "</s>" row and column included); each row sums to 1 over the
-            source tokens.
+            source tokens. From the model's alignment head when it has one
+            (each piece aligned after it was read), else its attention.
         word_alignment: hard word links `(source_word, target_word)`, 0-based,
             words being the whitespace-separated words of the source as given
             and of `text`.
+        attention: the decoder's own attention (what it read to predict each
+            piece), same shape as `alignment`; the same matrix as `alignment`
+            for a model without an alignment head; None from older exports.
+        word_matrix: `alignment` merged into words, shape `(target words,
+            source words)`, which `word_alignment` is read from (see
+            `nmt.word_links`); None from older exports.
     """
 
     text: str
@@ -127,6 +134,8 @@ class Hypothesis:
     score: float
     alignment: np.ndarray
     word_alignment: tuple[tuple[int, int], ...]
+    attention: np.ndarray | None = None
+    word_matrix: np.ndarray | None = None
 
     def pharaoh(self) -> str:
         """Word links in Pharaoh format, e.g. `"0-0 1-2"`."""

@@ -34,15 +34,24 @@ _CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 256 * 1024 * 1024),
                     ("grpc.max_send_message_length", 256 * 1024 * 1024)]
 
 
-def _request(sentences: list[str], options: DecodeOptions | None, with_alignment: bool,
-             request_id: str = ""):
+def _view(with_alignment: bool = True, with_attention: bool = False,
+          links: str | None = None, link_threshold: float | None = None) -> dict:
+    """The request fields that choose what each hypothesis carries."""
+    view = {"with_alignment": with_alignment, "with_attention": with_attention}
+    if links:
+        view["word_links"] = pb2.WordLinks(rule=links, threshold=link_threshold)
+    return view
+
+
+def _request(sentences: list[str], options: DecodeOptions | None, request_id: str = "",
+             **view):
     return pb2.TranslateRequest(
         sentences=sentences, options=convert.options_to_proto(options),
-        with_alignment=with_alignment, request_id=request_id)
+        request_id=request_id, **_view(**view))
 
 
-def _align_request(sources: list[str], targets: list[str], with_alignment: bool):
-    return pb2.AlignRequest(sources=sources, targets=targets, with_alignment=with_alignment)
+def _align_request(sources: list[str], targets: list[str], **view):
+    return pb2.AlignRequest(sources=sources, targets=targets, **_view(**view))
 
 
 def _credentials(root_certificates: bytes | None, token: str | None):
@@ -72,7 +81,9 @@ class TranslationClient:
         self.timeout = timeout
 
     def translate(self, sentences: Sequence[str], options: DecodeOptions | None = None, *,
-                  with_alignment: bool = True) -> list[Translation]:
+                  with_alignment: bool = True, with_attention: bool = False,
+                  links: str | None = None,
+                  link_threshold: float | None = None) -> list[Translation]:
         """Translates sentences in one request.
 
         Args:
@@ -80,12 +91,20 @@ class TranslationClient:
             options: decoding options; None takes the server's defaults.
             with_alignment: whether to receive the alignment matrices; without
                 them `alignment` is an empty `(0, 0)` array (word links still come).
+            with_attention: whether to receive the decoder's own attention too
+                (`Hypothesis.attention`; None without it).
+            links: a rule of `nmt.word_links.LINK_RULES` for the word
+                links (argmax, threshold, intersect, grow); None: the model's.
+            link_threshold: the rule's threshold; None: the server's default.
 
         Returns:
             One `Translation` per sentence, in order.
         """
         sentences = sentence_list(sentences)
-        response = self._stub.Translate(_request(sentences, options, with_alignment),
+        request = _request(sentences, options, with_alignment=with_alignment,
+                           with_attention=with_attention, links=links,
+                           link_threshold=link_threshold)
+        response = self._stub.Translate(request,
                                         timeout=self.timeout, metadata=self._metadata)
         return convert.translations_from_response(response, sentences)
 
@@ -103,7 +122,7 @@ class TranslationClient:
         def requests():
             for index, batch in enumerate(batches):
                 sent[index] = sentence_list(batch)
-                yield _request(sent[index], options, True, request_id=str(index))
+                yield _request(sent[index], options, request_id=str(index))
 
         responses = self._stub.TranslateStream(requests(), timeout=self.timeout,
                                                metadata=self._metadata)
@@ -111,7 +130,9 @@ class TranslationClient:
             yield convert.translations_from_response(response, sent.pop(response.request_index))
 
     def align(self, sources: Sequence[str], targets: Sequence[str], *,
-              with_alignment: bool = True) -> list[Translation]:
+              with_alignment: bool = True, with_attention: bool = False,
+              links: str | None = None,
+              link_threshold: float | None = None) -> list[Translation]:
         """Forced alignment of given (source, target) pairs in one request.
 
         Args:
@@ -120,6 +141,7 @@ class TranslationClient:
                 source is blank too.
             with_alignment: whether to receive the alignment matrices; without
                 them `alignment` is an empty `(0, 0)` array (word links still come).
+            with_attention / links / link_threshold: as for `translate`.
 
         Returns:
             One `Translation` per pair, in order: `text` is the target,
@@ -135,8 +157,10 @@ class TranslationClient:
         """
         sources = sentence_list(sources, "sources")
         targets = sentence_list(targets, "targets")
-        response = self._stub.Align(_align_request(sources, targets, with_alignment),
-                                    timeout=self.timeout, metadata=self._metadata)
+        request = _align_request(sources, targets, with_alignment=with_alignment,
+                                 with_attention=with_attention, links=links,
+                                 link_threshold=link_threshold)
+        response = self._stub.Align(request, timeout=self.timeout, metadata=self._metadata)
         return convert.alignments_from_response(response, sources)
 
     def model_info(self) -> dict:
@@ -187,10 +211,15 @@ class AsyncTranslationClient:
         self.timeout = timeout
 
     async def translate(self, sentences: Sequence[str], options: DecodeOptions | None = None,
-                        *, with_alignment: bool = True) -> list[Translation]:
+                        *, with_alignment: bool = True, with_attention: bool = False,
+                        links: str | None = None,
+                        link_threshold: float | None = None) -> list[Translation]:
         """See `TranslationClient.translate`."""
         sentences = sentence_list(sentences)
-        response = await self._stub.Translate(_request(sentences, options, with_alignment),
+        request = _request(sentences, options, with_alignment=with_alignment,
+                           with_attention=with_attention, links=links,
+                           link_threshold=link_threshold)
+        response = await self._stub.Translate(request,
                                               timeout=self.timeout, metadata=self._metadata)
         return convert.translations_from_response(response, sentences)
 
@@ -205,7 +234,7 @@ class AsyncTranslationClient:
             index = 0
             async for batch in _aiter(batches):
                 sent[index] = sentence_list(batch)
-                yield _request(sent[index], options, True, request_id=str(index))
+                yield _request(sent[index], options, request_id=str(index))
                 index += 1
 
         call = self._stub.TranslateStream(requests(), timeout=self.timeout,
@@ -214,12 +243,17 @@ class AsyncTranslationClient:
             yield convert.translations_from_response(response, sent.pop(response.request_index))
 
     async def align(self, sources: Sequence[str], targets: Sequence[str], *,
-                    with_alignment: bool = True) -> list[Translation]:
+                    with_alignment: bool = True, with_attention: bool = False,
+                    links: str | None = None,
+                    link_threshold: float | None = None) -> list[Translation]:
         """See `TranslationClient.align`."""
         sources = sentence_list(sources, "sources")
         targets = sentence_list(targets, "targets")
-        response = await self._stub.Align(_align_request(sources, targets, with_alignment),
-                                          timeout=self.timeout, metadata=self._metadata)
+        request = _align_request(sources, targets, with_alignment=with_alignment,
+                                 with_attention=with_attention, links=links,
+                                 link_threshold=link_threshold)
+        response = await self._stub.Align(request, timeout=self.timeout,
+                                          metadata=self._metadata)
         return convert.alignments_from_response(response, sources)
 
     async def model_info(self) -> dict:

@@ -28,18 +28,26 @@ def options_to_proto(options: DecodeOptions | None):
     return pb2.DecodeOptions(**dataclasses.asdict(options))
 
 
-def hypothesis_to_proto(hypothesis: Hypothesis, with_alignment: bool):
-    rows = ([pb2.AlignmentRow(weights=row.tolist()) for row in hypothesis.alignment]
-            if with_alignment else [])
+def _rows(matrix) -> list:
+    return [pb2.AlignmentRow(weights=row.tolist()) for row in matrix]
+
+
+def hypothesis_to_proto(hypothesis: Hypothesis, with_alignment: bool,
+                        with_attention: bool = False):
+    attention = hypothesis.attention if hypothesis.attention is not None else hypothesis.alignment
     return pb2.Hypothesis(
         text=hypothesis.text, target_tokens=hypothesis.target_tokens, score=hypothesis.score,
-        alignment=rows, word_alignment=hypothesis.pharaoh())
+        alignment=_rows(hypothesis.alignment) if with_alignment else [],
+        word_alignment=hypothesis.pharaoh(),
+        attention=_rows(attention) if with_attention else [])
 
 
-def translation_to_proto(translation: Translation, with_alignment: bool = True):
+def translation_to_proto(translation: Translation, with_alignment: bool = True,
+                         with_attention: bool = False):
     return pb2.Translation(
         source_tokens=translation.source_tokens,
-        hypotheses=[hypothesis_to_proto(h, with_alignment) for h in translation.nbest])
+        hypotheses=[hypothesis_to_proto(h, with_alignment, with_attention)
+                    for h in translation.nbest])
 
 
 def model_info_to_proto(info, limits):
@@ -56,7 +64,8 @@ def model_info_to_proto(info, limits):
         attribution=attribution if isinstance(attribution, str) else json.dumps(attribution),
         scores=flatten_scores(metadata.get("scores", {})),
         metadata_json=json.dumps(metadata, default=str),
-        limits=pb2.ServerLimits(**dataclasses.asdict(limits)))
+        limits=pb2.ServerLimits(**dataclasses.asdict(limits)),
+        alignment=info.alignment, word_links=info.word_links)
 
 
 def flatten_scores(scores, prefix: str = "") -> dict[str, float]:
@@ -76,16 +85,22 @@ def flatten_scores(scores, prefix: str = "") -> dict[str, float]:
 # --- proto -> types (client side) ------------------------------------------------------------
 
 
+def _matrix(rows, source_length: int) -> np.ndarray:
+    """`(T, S)` from alignment rows, or `(0, 0)` if none were sent."""
+    if not rows:
+        return np.zeros((0, 0), np.float32)
+    matrix = np.array([row.weights for row in rows], np.float32)
+    return matrix.reshape(len(rows), source_length)  # (T, S)
+
+
 def hypothesis_from_proto(message, source_length: int) -> Hypothesis:
-    """A `Hypothesis`; its alignment has shape `(T, S)`, or `(0, 0)` if none was sent."""
-    if message.alignment:
-        alignment = np.array([row.weights for row in message.alignment], np.float32)
-        alignment = alignment.reshape(len(message.alignment), source_length)  # (T, S)
-    else:
-        alignment = np.zeros((0, 0), np.float32)
+    """A `Hypothesis`; its alignment has shape `(T, S)`, or `(0, 0)` if none was sent;
+    its attention is None unless the request asked for it."""
     return Hypothesis(
         text=message.text, target_tokens=tuple(message.target_tokens), score=message.score,
-        alignment=alignment, word_alignment=parse_pharaoh(message.word_alignment))
+        alignment=_matrix(message.alignment, source_length),
+        word_alignment=parse_pharaoh(message.word_alignment),
+        attention=_matrix(message.attention, source_length) if message.attention else None)
 
 
 def translation_from_proto(message, source: str) -> Translation:
@@ -117,6 +132,8 @@ def model_info_from_proto(message) -> dict:
         "name": message.name,
         "version": message.version,
         "attention": message.attention,
+        "alignment": message.alignment,
+        "word_links": message.word_links,
         "source_vocab_size": message.source_vocab_size,
         "target_vocab_size": message.target_vocab_size,
         "attribution": message.attribution,

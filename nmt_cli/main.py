@@ -157,7 +157,26 @@ def _add_translate(sub) -> None:
                    help="sentences (default): one sentence a line; text, html or xml: one "
                         "document a line, split into sentences, tags carried across")
     add_decode_options(p)
+    _add_link_options(p)
     p.set_defaults(func=_translate)
+
+
+def _add_link_options(p) -> None:
+    from nmt.word_links import DEFAULT_THRESHOLD, LINK_RULES
+
+    p.add_argument("--links", choices=LINK_RULES,
+                   help="how word links are read from the alignment matrix (default: the "
+                        "model's, argmax); see nmt/word_links.py")
+    p.add_argument("--link-threshold", type=float, default=DEFAULT_THRESHOLD,
+                   help=f"least weight of a link for --links threshold|grow "
+                        f"(default {DEFAULT_THRESHOLD})")
+
+
+def _link_options(args) -> dict:
+    """`links` and `link_threshold` for `Translator` and the clients."""
+    if args.links is None:
+        return {}
+    return {"links": args.links, "link_threshold": args.link_threshold}
 
 
 def _translate(args) -> int:
@@ -174,11 +193,12 @@ def _translate(args) -> int:
         from nmt_api.client import TranslationClient
 
         with TranslationClient(args.server) as client:
-            results = client.translate(sentences, options)
+            results = client.translate(sentences, options, **_link_options(args))
     else:
         from nmt.translator import Translator
 
-        results = Translator.load(args.model).translate(sentences, options)
+        results = Translator.load(args.model).translate(sentences, options,
+                                                        **_link_options(args))
     _print_translations(results, args.alignment)
     if args.plot:
         from nmt.plots import save_attention_plot
@@ -223,6 +243,7 @@ def _add_align(sub) -> None:
     p.add_argument("--format", choices=("html", "xml"),
                    help="sources with markup, targets plain: write each target with the "
                         "source's tags put in place through the alignment")
+    _add_link_options(p)
     p.set_defaults(func=_align)
 
 
@@ -241,7 +262,7 @@ def _align(args) -> int:
     try:
         for start in range(0, len(pairs), args.batch_size):
             chunk = pairs[start:start + args.batch_size]
-            results = align([s for s, _ in chunk], [t for _, t in chunk])
+            results = align([s for s, _ in chunk], [t for _, t in chunk], **_link_options(args))
             for (source, target), result in zip(chunk, results, strict=True):
                 if args.alignment:
                     out.write(json.dumps(_alignment_record(source, target, result),
@@ -299,6 +320,8 @@ def _alignment_record(source: str, target: str, result) -> dict:
         "score": round(best.score, 4),
         "alignment": [[round(float(w), 4) for w in row] for row in best.alignment],
         "word_alignment": best.pharaoh(),
+        **({} if best.attention is None else
+           {"attention": [[round(float(w), 4) for w in row] for row in best.attention]}),
     }
 
 
@@ -315,6 +338,7 @@ def _add_evaluate(sub) -> None:
     p.add_argument("--limit", type=int, default=0, help="use only the first N test pairs")
     p.add_argument("--json", help="also write the results to this JSON file")
     add_decode_options(p)
+    _add_link_options(p)
     p.set_defaults(func=_evaluate)
 
 
@@ -343,7 +367,7 @@ def _evaluate(args) -> int:
         }
     gold = _gold_alignments(args, evaluation)
     if gold:
-        report = scoring.score_alignments(translator, gold)
+        report = scoring.score_alignments(translator, gold, **_link_options(args))
         s = report.scores
         print(f"AER {s.aer:.3f}  precision {s.precision:.3f}  recall {s.recall:.3f}  "
               f"({report.sentences} pairs, {report.word_count_mismatches} word-count mismatches)")

@@ -9,9 +9,11 @@ import asyncio
 
 import grpc
 
+from nmt import word_links
 from nmt_api import convert, protos
 from nmt_api.protos import SERVICE_NAME
 from serving.batching import Batcher
+from serving.errors import InvalidArgument
 from serving.model_store import ModelStore
 from serving.validation import (
     Limits,
@@ -64,8 +66,7 @@ class TranslationServicer:
         alignments, version = await self._batcher.align(parsed.sources, parsed.targets,
                                                         _deadline(context))
         return pb2.AlignResponse(
-            alignments=[convert.translation_to_proto(t, parsed.with_alignment)
-                        for t in alignments],
+            alignments=_answers(alignments, parsed),
             request_id=parsed.request_id,
             model_version=version if version is not None else self._store.version or 0)
 
@@ -91,10 +92,21 @@ class TranslationServicer:
         translations, version = await self._batcher.translate(
             parsed.sentences, parsed.options, deadline)
         return pb2.TranslateResponse(
-            translations=[convert.translation_to_proto(t, parsed.with_alignment)
-                          for t in translations],
+            translations=_answers(translations, parsed),
             request_id=parsed.request_id, request_index=index,
             model_version=version if version is not None else self._store.version or 0)
+
+
+def _answers(translations, parsed) -> list:
+    """Translation messages as the request asked: word-link rule, matrices."""
+    if parsed.links is not None:
+        try:
+            translations = [word_links.relink(t, parsed.links.rule, parsed.links.threshold)
+                            for t in translations]
+        except ValueError as error:
+            raise InvalidArgument(str(error)) from error
+    return [convert.translation_to_proto(t, parsed.with_alignment, parsed.with_attention)
+            for t in translations]
 
 
 def _deadline(context) -> float | None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message, message_factory
 
+from nmt import word_links
 from nmt.constants import DEFAULT_MAX_CHARS
 from nmt.types import DecodeOptions
 from serving.errors import InvalidArgument, LimitExceeded
@@ -56,6 +57,14 @@ class Limits:
 
 
 @dataclasses.dataclass(frozen=True)
+class LinkChoice:
+    """A request's word-link rule (`nmt.word_links`)."""
+
+    rule: str
+    threshold: float = word_links.DEFAULT_THRESHOLD
+
+
+@dataclasses.dataclass(frozen=True)
 class ParsedRequest:
     """A validated request: what the batcher and the response builder need."""
 
@@ -63,6 +72,8 @@ class ParsedRequest:
     options: DecodeOptions
     with_alignment: bool
     request_id: str
+    with_attention: bool = False
+    links: LinkChoice | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +84,8 @@ class ParsedAlignRequest:
     targets: tuple[str, ...]
     with_alignment: bool
     request_id: str
+    with_attention: bool = False
+    links: LinkChoice | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +118,8 @@ def parse_request(request, limits: Limits, index: int | None = None) -> ParsedRe
     _check_lengths(request.sentences, "sentence", limits, where)
     _check_request_id(request.request_id, where)
     return ParsedRequest(tuple(request.sentences), _options(request, limits, where),
-                         _with_alignment(request), request.request_id)
+                         _with_alignment(request), request.request_id,
+                         request.with_attention, _links(request, where))
 
 
 def parse_align_request(request, limits: Limits) -> ParsedAlignRequest:
@@ -139,7 +153,8 @@ def parse_align_request(request, limits: Limits) -> ParsedAlignRequest:
                 f"pair {i}: the target is empty but the source is not; send the source's "
                 "translation, or leave both empty.")
     _check_request_id(request.request_id)
-    return ParsedAlignRequest(sources, targets, _with_alignment(request), request.request_id)
+    return ParsedAlignRequest(sources, targets, _with_alignment(request), request.request_id,
+                              request.with_attention, _links(request))
 
 
 def _check_lengths(texts, noun: str, limits: Limits, where: str = "") -> None:
@@ -159,6 +174,19 @@ def _check_request_id(request_id: str, where: str = "") -> None:
 
 def _with_alignment(request) -> bool:
     return request.with_alignment if request.HasField("with_alignment") else True
+
+
+def _links(request, where: str = "") -> LinkChoice | None:
+    """The request's `word_links`, or None for the model's default rule."""
+    if not request.HasField("word_links") or not request.word_links.rule:
+        return None
+    given = request.word_links
+    threshold = given.threshold if given.HasField("threshold") else word_links.DEFAULT_THRESHOLD
+    try:
+        word_links.check_rule(given.rule, threshold)
+    except ValueError as error:
+        raise InvalidArgument(f"{where}invalid word_links: {error}") from error
+    return LinkChoice(given.rule, threshold)
 
 
 def _options(request, limits: Limits, where: str) -> DecodeOptions:

@@ -95,8 +95,10 @@ def test_translate_answers_the_json_mapping_of_the_grpc_answer(server, stub):
     assert answer.status == 200 and answer.headers["Content-Type"].startswith("application/json")
     assert answer.json == _as_json(grpc_answer)
     best = answer.json["translations"][0]["hypotheses"][0]
-    assert set(best) == {"text", "targetTokens", "score", "alignment", "wordAlignment"}
+    assert set(best) == {"text", "targetTokens", "score", "alignment", "wordAlignment",
+                         "attention"}
     assert len(best["alignment"]) == len(best["targetTokens"])
+    assert best["attention"] == []  # only with "withAttention": true
     assert answer.json["modelVersion"] == "1"  # int64: a string in proto3 JSON
 
 
@@ -153,7 +155,8 @@ def test_openapi_describes_every_endpoint_with_the_servers_limits(server):
     assert sentences["maxItems"] == 8 and sentences["items"]["maxLength"] == 60
     assert schemas["DecodeOptions"]["properties"]["beamSize"]["maximum"] == 6
     assert set(schemas["Hypothesis"]["properties"]) == {
-        "text", "targetTokens", "score", "alignment", "wordAlignment"}
+        "text", "targetTokens", "score", "alignment", "wordAlignment", "attention"}
+    assert set(schemas["WordLinks"]["properties"]) == {"rule", "threshold"}
     assert "Pharaoh" in schemas["Hypothesis"]["properties"]["wordAlignment"]["description"]
 
 

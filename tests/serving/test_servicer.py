@@ -423,3 +423,49 @@ def test_model_info_reports_the_aer_recorded_in_the_export(tiny_model_dir, tmp_p
 
     assert dict(response.scores) == pytest.approx({"test_bleu": 12.5, "alibi_aer": 0.4321})
     assert json.loads(response.metadata_json)["alignment"]["aer"] == 0.4321
+
+
+# --- word-link rules and the decoder's attention ----------------------------------------------
+
+
+@pytest.mark.parametrize("rule, threshold", [("intersect", None), ("grow", 0.2),
+                                             ("threshold", 0.1)])
+def test_a_word_link_rule_reads_the_links_as_the_translator_does(server, client, rule,
+                                                                threshold):
+    translator = server.server.store.translator.inner
+    options = {"links": rule, "link_threshold": threshold}
+    in_process = {"link_threshold": threshold} if threshold else {}
+    served = client.align(SOURCES, TARGETS, **options)
+    direct = translator.align(SOURCES, TARGETS, links=rule, **in_process)
+    assert [t.word_alignment for t in served] == [t.word_alignment for t in direct]
+    served = client.translate(SOURCES, FAST, **options)
+    direct = translator.translate(SOURCES, FAST, links=rule, **in_process)
+    assert [t.word_alignment for t in served] == [t.word_alignment for t in direct]
+
+
+def test_attention_comes_only_when_asked(client):
+    [plain] = client.align(SOURCES[:1], TARGETS[:1])
+    [asked] = client.align(SOURCES[:1], TARGETS[:1], with_attention=True)
+    assert plain.best.attention is None
+    # The tiny model has no alignment head: its alignment is its attention.
+    np.testing.assert_allclose(asked.best.attention, asked.best.alignment)
+    [translated] = client.translate(SOURCES[:1], FAST, with_attention=True)
+    assert translated.best.attention.shape == translated.best.alignment.shape
+
+
+def test_an_unknown_word_link_rule_is_invalid_argument(stub):
+    request = pb2.TranslateRequest(sentences=["Hi."], word_links=pb2.WordLinks(rule="best"))
+    with pytest.raises(grpc.RpcError) as error:
+        stub.Translate(request)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "rule='best'" in error.value.details()
+    request = pb2.AlignRequest(sources=["Hi."], targets=["Salut."],
+                               word_links=pb2.WordLinks(rule="grow", threshold=2.0))
+    with pytest.raises(grpc.RpcError) as error:
+        stub.Align(request)
+    assert "threshold=2.0" in error.value.details()
+
+
+def test_model_info_says_where_the_alignment_comes_from(client):
+    info = client.model_info()
+    assert (info["alignment"], info["word_links"]) == ("attention", "argmax")
