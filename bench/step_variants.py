@@ -49,7 +49,7 @@ def search_inputs(module: TranslationModule, sentences: list[str], beam: int = B
     """First-step inputs of a search over `sentences`: `(tokens, state, memory)`."""
     source = module._encode_sources(tf.constant(sentences))
     values, mask = step_kernels.encode(module.model.encoder, source, module.matmul_dtype)
-    memory = module.model.decoder.prepare_memory(values, mask)
+    memory = module.model.prepare_memory(source, values, mask)
     state = tile_beams(module.model.initial_state(memory), beam)
     return tf.fill([len(sentences) * beam], 5), state, memory
 

@@ -128,17 +128,33 @@ def word_matrix(attention, source_words, target_words):
     return merged / tf.maximum(counts, 1.0)
 
 
-def pharaoh_links(words):
+# The rules of `nmt.word_links` the graph can apply itself (`grow` is iterative: clients
+# apply it to the returned word matrix).
+GRAPH_LINK_RULES = ("argmax", "intersect")
+
+
+def pharaoh_links(words, rule: str = "argmax"):
     """`(N, Wt, Ws)` word attention -> Pharaoh "s-t s-t ..." strings `(N,)`.
 
-    Each target word links to its argmax source word; rows without attention
-    mass on any source word get no link.
+    `argmax`: each target word links to its argmax source word; rows without
+    attention mass on any source word get no link. `intersect`: cells that
+    are the maximum of their row and of their column (and not 0). The same
+    rules as `nmt.word_links`; links in target-word order.
     """
-    links = tf.argmax(words, axis=2, output_type=tf.int32)  # (N, Wt)
-    linked = tf.reduce_max(words, axis=2) > 0.0  # (N, Wt)
-    target = tf.range(tf.shape(links)[1])[None, :] + tf.zeros_like(links)  # (N, Wt)
-    pairs = tf.strings.as_string(links) + "-" + tf.strings.as_string(target)
-    return tf.strings.reduce_join(tf.ragged.boolean_mask(pairs, linked), axis=1, separator=" ")
+    if rule not in GRAPH_LINK_RULES:
+        raise ValueError(f"rule must be one of {GRAPH_LINK_RULES}. Received: rule={rule!r}")
+    if rule == "argmax":
+        best = tf.argmax(words, axis=2, output_type=tf.int32)  # (N, Wt)
+        cells = tf.one_hot(best, tf.shape(words)[2], on_value=True, off_value=False)
+        cells &= (tf.reduce_max(words, axis=2) > 0.0)[:, :, None]  # (N, Wt, Ws)
+    else:
+        cells = ((words == tf.reduce_max(words, axis=2, keepdims=True))
+                 & (words == tf.reduce_max(words, axis=1, keepdims=True)) & (words > 0.0))
+    where = tf.cast(tf.where(cells), tf.int32)  # (links, 3) as (n, t, s), row-major
+    pairs = tf.strings.as_string(where[:, 2]) + "-" + tf.strings.as_string(where[:, 1])
+    per_sentence = tf.RaggedTensor.from_value_rowids(pairs, where[:, 0],
+                                                     nrows=tf.shape(words)[0])
+    return tf.strings.reduce_join(per_sentence, axis=1, separator=" ")
 
 
 def _pieces(tokenizer, ids, with_eos_lengths):
@@ -185,7 +201,8 @@ def _valid(ids, lengths):
 
 
 def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids, target_ids,
-             target_lengths, alignments, replace_unknown_words, targets=None, attention=None):
+             target_lengths, alignments, replace_unknown_words, targets=None, attention=None,
+             link_rule: str = "argmax"):
     """The outputs of the exported signatures, from search (or forced-decoding) output.
 
     Args:
@@ -204,6 +221,8 @@ def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids,
         attention: float32 `(N, T, S)`, the decoder's own attention, returned
             as `attention` (the same as `alignments` without a head); None
             returns `alignments` there.
+        link_rule: how `word_alignments` are read from the word matrix, one of
+            `GRAPH_LINK_RULES`.
 
     Returns:
         dict with `translations (N,)`, `source_tokens (N, S)`, `target_tokens
@@ -212,7 +231,7 @@ def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids,
         `source_lengths`, `target_lengths` (tokens incl. EOS),
         `word_attention (N, Wt, Ws)` (the word matrix the links are read from,
         see `word_matrix`; 0 padding) and `word_alignments (N,)` (Pharaoh
-        "i-j", source word first, by the argmax rule).
+        "i-j", source word first, by `link_rule`).
     """
     source_ids = tf.cast(source_ids, tf.int32)
     target_ids = tf.cast(target_ids, tf.int32)
@@ -257,5 +276,5 @@ def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids,
         "source_lengths": source_lengths,
         "target_lengths": target_lengths,
         "word_attention": words,
-        "word_alignments": pharaoh_links(words),
+        "word_alignments": pharaoh_links(words, link_rule),
     }

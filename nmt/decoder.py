@@ -24,6 +24,7 @@ from nmt import step_kernels
 from nmt.attention import Attention
 
 _CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
+HEAD_KEYS = ("encoder", "embedding", "both")
 
 
 class Memory(NamedTuple):
@@ -115,13 +116,23 @@ class AttentionDecoder(keras.layers.Layer):
             seen the word it aligns (Peter et al. 2017, "Generating
             Alignments Using Target Foresight in Attention-Based Neural
             Machine Translation"). It does not feed the prediction.
+        head_keys: what the head's keys are: `"encoder"` (the encoder
+            states, as the decoder's attention), `"embedding"` (the source
+            piece embeddings, which name their own position only: Zenkel et
+            al. 2019, "Adding Interpretable Attention to Neural Translation
+            Models Improves Word Alignment") or `"both"` (concatenated).
     """
 
     def __init__(self, embedding, attention: Attention, hidden_dim: int, num_layers: int,
                  cell: str, output_dim: int, projection: OutputProjection,
-                 dropout: float = 0.0, alignment_head: Attention | None = None, **kwargs):
+                 dropout: float = 0.0, alignment_head: Attention | None = None,
+                 head_keys: str = "encoder", **kwargs):
         super().__init__(**kwargs)
+        if head_keys not in HEAD_KEYS:
+            raise ValueError(f"head_keys must be one of {HEAD_KEYS}. "
+                             f"Received: head_keys={head_keys!r}")
         self.alignment_head = alignment_head
+        self.head_keys = head_keys
         if cell not in _CELLS:
             raise ValueError(f"cell must be one of {sorted(_CELLS)}. Received: cell={cell!r}")
         self.embedding = embedding
@@ -157,6 +168,7 @@ class AttentionDecoder(keras.layers.Layer):
             "dropout": self.dropout.rate,
             "alignment_head": (None if self.alignment_head is None
                                else serialize(self.alignment_head)),
+            "head_keys": self.head_keys,
         }
 
     @classmethod
@@ -184,8 +196,15 @@ class AttentionDecoder(keras.layers.Layer):
 
     # --- memory and state --------------------------------------------------------
 
-    def prepare_memory(self, memory, mask) -> Memory:
-        """Projects the encoder outputs once for all decoding steps."""
+    def prepare_memory(self, memory, mask, source_embedded=None) -> Memory:
+        """Projects the encoder outputs once for all decoding steps.
+
+        Args:
+            memory: encoder outputs `(batch, S, d_enc)`.
+            mask: bool `(batch, S)`.
+            source_embedded: the source piece embeddings `(batch, S, emb)`,
+                needed by a head whose keys include them.
+        """
         if not self.attention.built:
             # Keys are projected before the first query exists, so build explicitly.
             self.attention.build((None, None, self.hidden_dim), memory.shape)
@@ -193,10 +212,11 @@ class AttentionDecoder(keras.layers.Layer):
         if head is None:
             head_keys = memory[:, :, :0]
         else:
+            keys = self._head_key_input(memory, source_embedded)
             if not head.built:
                 head.build((None, None, self.hidden_dim + self.embedding.output_dim),
-                           memory.shape)
-            head_keys = head.project_keys(memory)
+                           keys.shape)
+            head_keys = head.project_keys(keys)
         return Memory(memory, self.attention.project_keys(memory), mask, head_keys)
 
     def initial_state(self, memory: Memory) -> dict:
@@ -290,6 +310,17 @@ class AttentionDecoder(keras.layers.Layer):
         if kernels is None:
             return self.projection(output), state, weights
         return step_kernels.project(kernels, output), state, weights
+
+    def _head_key_input(self, memory, source_embedded):
+        if self.head_keys == "encoder":
+            return memory
+        if source_embedded is None:
+            raise ValueError(f"an alignment head with head_keys={self.head_keys!r} needs the "
+                             "source embeddings: pass source_embedded to prepare_memory")
+        source_embedded = tf.cast(source_embedded, memory.dtype)
+        if self.head_keys == "embedding":
+            return source_embedded
+        return tf.concat([memory, source_embedded], axis=-1)
 
     def head_step(self, pieces, queries, memory: Memory):
         """Alignment-head rows of chosen pieces, from the states that predicted them.

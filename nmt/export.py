@@ -46,7 +46,9 @@ class TranslationModule(tf.Module):
         model: a built `Seq2Seq`.
         tokenizers: source and target `SubwordTokenizer`s.
         metadata: JSON-serialisable facts about the model (name, config,
-            scores, attribution) stored beside the SavedModel.
+            scores, attribution) stored beside the SavedModel. Its
+            `"word_links"` names the rule of `word_alignments` (one of
+            `nmt.alignment.GRAPH_LINK_RULES`; default argmax).
         matmul_dtype: dtype of the matrix products of the encoder and the
             decoder step in translation (`tf.bfloat16` casts their weights
             once per call); everything else computes in float32.
@@ -73,6 +75,15 @@ class TranslationModule(tf.Module):
         # An ordered list of the weights, so a rebuilt model can restore them by
         # position (see `module_from_export`).
         self.model_weights = list(model.weights)
+
+    @property
+    def link_rule(self) -> str:
+        """The rule of the `word_alignments` output (`metadata["word_links"]`)."""
+        rule = self.metadata.get("word_links", "argmax")
+        if rule not in alignment.GRAPH_LINK_RULES:
+            raise ValueError(f"word_links must be one of {alignment.GRAPH_LINK_RULES}. "
+                             f"Received: word_links={rule!r}")
+        return rule
 
     @property
     def has_head(self) -> bool:
@@ -103,7 +114,7 @@ class TranslationModule(tf.Module):
 
     def _search(self, source, options):
         values, mask = step_kernels.encode(self.model.encoder, source, self.matmul_dtype)
-        memory = self.model.decoder.prepare_memory(values, mask)
+        memory = self.model.prepare_memory(source, values, mask)
         batch = tf.shape(source)[0]
         beam = options["beam_size"]
         # The memory stays one row per sentence: a step attends with K queries per sentence.
@@ -177,6 +188,7 @@ class TranslationModule(tf.Module):
             self.source_tokenizer, self.target_tokenizer, sources,
             tf.repeat(source, n_best, axis=0), tokens, lengths, flat(head),
             options["replace_unknown"], attention=flat(result.attention),
+            link_rule=self.link_rule,
         )
         unflat = lambda t: tf.reshape(t, tf.concat([[batch, n_best], tf.shape(t)[1:]], 0))  # noqa: E731
         out = {key: unflat(value) for key, value in out.items()}
@@ -235,6 +247,7 @@ class TranslationModule(tf.Module):
         out = alignment.signature_outputs(
             self.source_tokenizer, self.target_tokenizer, sources, source, target_out,
             lengths, weights, tf.constant(False), targets=targets, attention=out["attention"],
+            link_rule=self.link_rule,
         )
         out["scores"] = tf.reduce_sum(token_log_probs * mask, axis=1)
         return out

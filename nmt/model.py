@@ -9,7 +9,7 @@ import keras
 import tensorflow as tf
 
 from nmt.attention import make_attention
-from nmt.decoder import BahdanauDecoder, LuongDecoder, Memory, OutputProjection
+from nmt.decoder import HEAD_KEYS, BahdanauDecoder, LuongDecoder, Memory, OutputProjection
 from nmt.encoder import Encoder
 from nmt.types import dataclass_from_dict
 
@@ -48,6 +48,8 @@ class ModelConfig:
             or `"concat"`), an attention that reads each target piece before
             aligning it and does not feed the prediction
             (`nmt.decoder.AttentionDecoder`); None for no head.
+        alignment_head_keys: the head's keys: `"encoder"` states,
+            `"embedding"` (source piece embeddings) or `"both"`.
     """
 
     source_vocab_size: int
@@ -70,6 +72,7 @@ class ModelConfig:
     share_embeddings: bool = False
     label_smoothing: float = 0.1
     alignment_head: str | None = None
+    alignment_head_keys: str = "encoder"
 
     def __post_init__(self) -> None:
         _check_choice("decoder", self.decoder, DECODERS)
@@ -77,6 +80,7 @@ class ModelConfig:
         _check_choice("cell", self.cell, CELLS)
         if self.alignment_head is not None:
             _check_choice("alignment_head", self.alignment_head, HEAD_SCORES)
+        _check_choice("alignment_head_keys", self.alignment_head_keys, HEAD_KEYS)
         for name in _POSITIVE_INTS:
             self._require(name, _is_positive_int(getattr(self, name)), "a positive integer")
         # A quoted YAML "false" is a non-empty string, i.e. truthy: reject it.
@@ -124,6 +128,8 @@ class ModelConfig:
             name += "+feed"
         if self.alignment_head is not None:
             name += f"+head-{self.alignment_head}"
+            if self.alignment_head_keys != "encoder":
+                name += f"-{self.alignment_head_keys}"
         return name
 
 
@@ -194,7 +200,8 @@ class Seq2Seq(keras.Model):
             self.target_embedding, attention, config.hidden_dim, config.decoder_layers,
             config.cell, config.embedding_dim, projection, config.dropout,
         )
-        common = {"alignment_head": head, "name": "decoder", "dtype": policy}
+        common = {"alignment_head": head, "head_keys": config.alignment_head_keys,
+                  "name": "decoder", "dtype": policy}
         if config.decoder == "luong":
             self.decoder = LuongDecoder(*decoder_args, input_feeding=config.input_feeding,
                                         **common)
@@ -231,7 +238,15 @@ class Seq2Seq(keras.Model):
     def encode(self, source, training=False) -> Memory:
         """Encodes source ids and projects the keys once -> `Memory`."""
         values, mask = self.encoder(source, training=training)
-        return self.decoder.prepare_memory(values, mask)
+        return self.prepare_memory(source, values, mask)
+
+    def prepare_memory(self, source, values, mask) -> Memory:
+        """`Memory` of encoder outputs `values` of source ids `source` (the alignment
+        head may read the source embeddings too)."""
+        embedded = None
+        if self.decoder.alignment_head is not None and self.config.alignment_head_keys != "encoder":
+            embedded = self.source_embedding(source)  # (batch, S, emb)
+        return self.decoder.prepare_memory(values, mask, embedded)
 
     def initial_state(self, memory: Memory) -> dict:
         return self.decoder.initial_state(memory)

@@ -96,6 +96,10 @@ def _add_export(sub) -> None:
                    metavar=("FREQUENT", "PER_SOURCE"),
                    help="target tokens always kept, and kept per source token (default: 500 100)")
     p.add_argument("--metadata", help="JSON file of extra metadata (scores, attribution)")
+    p.add_argument("--links", choices=("argmax", "intersect"),
+                   help="the rule of the exported word links (default: argmax, or the "
+                        "export's own with --from-export); clients may read others from the "
+                        "returned word matrix")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing version (e.g. re-export after a format change)")
     p.set_defaults(func=_export)
@@ -129,6 +133,8 @@ def _export(args) -> int:
                 module.metadata[key] = {**module.metadata[key], **value}
             else:
                 module.metadata[key] = value
+    if args.links:
+        module.metadata["word_links"] = args.links
     if args.shortlist_corpus:
         from nmt.corpus import read_pairs
         from nmt.shortlist import shortlist_from_pairs

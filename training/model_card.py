@@ -21,23 +21,45 @@ from nmt.constants import METADATA_PATH
 
 ATTRIBUTION = "Sentence pairs from www.manythings.org/anki and tatoeba.org (CC-BY 2.0 FR)"
 
+def _export_options(average: int, precision: str) -> str:
+    options = f" --average {average}" if average else ""
+    return options + (f" --precision {precision}" if precision != "float32" else "")
+
+
 def reproduce(version: str, average: int = 0, precision: str = "float32",
-              shortlist: dict | None = None) -> tuple[str, ...]:
+              shortlist: dict | None = None, start: dict | None = None,
+              run_name: str = "en-fr") -> tuple[str, ...]:
     """The commands that produce export `version` and its scores (from the repo root,
-    with the data under $NMT_DATA_DIR, by default ../shared/data beside the checkout)."""
+    with the data under $NMT_DATA_DIR, by default ../shared/data beside the checkout).
+
+    Args:
+        start: the `starting_model` record of a run that started from an export
+            (a frozen alignment head): its export is reproduced first.
+        run_name: the run's config name (`training/configs/<run_name>.yaml`).
+    """
     export = f"models/en-fr/{version}"
     data = "../shared/data"
     ood = f"{data}/out-of-domain"
-    averaging = f" --average {average}" if average else ""
-    averaging += f" --precision {precision}" if precision != "float32" else ""
     listing = ""
     if shortlist:
         listing = (f"    --shortlist-corpus {data}/anki-fra-eng/{shortlist['corpus']} "
                    f"--shortlist-size {shortlist['frequent']} {shortlist['per_source_token']} \\\n")
+    training = ["nmt train --config training/configs/en-fr.yaml --run runs/en-fr"]
+    run = "runs/en-fr"
+    if start:
+        base = _export_options(len(start.get("averaged_checkpoints") or ()),
+                               start.get("precision", "float32"))
+        training += [
+            f"nmt export --run runs/en-fr --out models/en-fr --version {start['version']}{base} "
+            "\\\n    --metadata training/configs/en-fr.metadata.json",
+            f"nmt train --config training/configs/{run_name}.yaml --run runs/{run_name}",
+        ]
+        run = f"runs/{run_name}"
     return (
         "pip install '.[align]'   # eflomal, for the guided-alignment links (training only)",
-        "nmt train --config training/configs/en-fr.yaml --run runs/en-fr",
-        f"nmt export --run runs/en-fr --out models/en-fr --version {version}{averaging} \\\n"
+        *training,
+        f"nmt export --run {run} --out models/en-fr --version {version}"
+        f"{_export_options(average, precision)} \\\n"
         f"{listing}"
         "    --metadata training/configs/en-fr.metadata.json",
         f"nmt evaluate --model models/en-fr --test {data}/anki-fra-eng/test.tsv \\\n"
@@ -48,7 +70,7 @@ def reproduce(version: str, average: int = 0, precision: str = "float32",
         f"    --reference {ood}/newsdiscusstest2015.fr --json models/en-fr/newsdiscuss.json",
         f"nmt export --from-export {export} --out models/en-fr --version {version} --overwrite \\\n"
         "    --metadata models/en-fr/evaluation.json   # scores into the model's metadata",
-        "python -m training.model_card --run runs/en-fr \\\n"
+        f"python -m training.model_card --run {run} \\\n"
         f"    --evaluation models/en-fr/evaluation.json --export {export} \\\n"
         "    --other 'Multi30k test 2017 (captions)=models/en-fr/multi30k.json' \\\n"
         "    --other 'WMT news discussion 2015=models/en-fr/newsdiscuss.json' \\\n"
@@ -97,6 +119,40 @@ def _guidance(summary: dict) -> str:
     )
 
 
+def _head(summary: dict, model: dict, minutes: float) -> list[str]:
+    """Lines on the alignment head and, for a frozen head, on the model it sits on."""
+    if not model.get("alignment_head"):
+        return []
+    head = summary.get("alignment_head") or {}
+    symmetrization = (summary.get("guided_alignment") or {}).get("symmetrization", "")
+    keys = {"encoder": "the encoder states", "embedding": "the source piece embeddings",
+            "both": "the encoder states and source piece embeddings"}[
+        model.get("alignment_head_keys", "encoder")]
+    lines = [
+        f"- Alignment head: a `{model['alignment_head']}` attention whose query for target "
+        f"piece j is [h_j; embedding(y_j)] (it has read the piece it aligns) and whose keys "
+        f"are {keys}; it gives `alignments` and the word links, and does not feed the "
+        f"prediction. Supervised by eflomal word alignments of the training pairs "
+        f"({symmetrization}, mapped onto the pieces), `{head.get('type', 'ce')}` loss.",
+    ]
+    start = summary.get("starting_model")
+    if head.get("train") == "frozen" and start:
+        base = start.get("training") or {}
+        lines.append(
+            f"- The head alone was trained, {summary['steps']:,} steps ({minutes:.0f} minutes), "
+            f"with every other weight frozen at version {start.get('version', '?')}'s, so "
+            "the translations are version "
+            f"{start.get('version', '?')}'s, byte for byte. Version "
+            f"{start.get('version', '?')} itself: {base.get('steps', 0):,} steps "
+            f"({base.get('epochs_completed', 0)} full epochs), "
+            f"{base.get('train_seconds', 0) / 60:.0f} minutes on {_machine(base)}; "
+            + _guidance(base)[2:].rstrip(".") + "; "
+            + _weights(start)[2:].rstrip(".").replace("Exported weights", "exported weights")
+            + "."
+        )
+    return lines
+
+
 def _weights(metadata: dict) -> str:
     steps = metadata.get("averaged_checkpoints")
     if steps:
@@ -134,7 +190,9 @@ def _other_sets(other: dict[str, dict]) -> list[str]:
 def render(run: Path, evaluation: dict, export: Path, note: str = "",
            other: dict[str, dict] | None = None) -> str:
     summary = json.loads((run / "summary.json").read_text())
-    history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    history_path = run / "history.jsonl"  # none for a frozen head: no dev BLEU to follow
+    history = ([json.loads(line) for line in history_path.read_text().splitlines()]
+               if history_path.exists() else [])
     config = (run / "config.yaml").read_text()
     best = max(history, key=lambda h: h["bleu"]) if history else {}
     metadata = json.loads((export / METADATA_PATH).read_text())
@@ -205,16 +263,18 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         f"TensorFlow {summary['tensorflow']}, Python {summary['python']}."
         + (f" {note}" if note else ""),
         _guidance(summary),
+        *_head(summary, model, minutes),
         _weights(metadata),
         "- Reproduce:",
         "",
         "```sh",
         *reproduce(export.name, len(metadata.get("averaged_checkpoints") or ()),
-                   metadata.get("precision", "float32"), metadata.get("shortlist")),
+                   metadata.get("precision", "float32"), metadata.get("shortlist"),
+                   summary.get("starting_model"), summary["name"]),
         "```",
         "",
-        "- Config (`training/configs/en-fr.yaml`, as the run saved it; paths relative to "
-        "the run directory):",
+        f"- Config (`training/configs/{summary['name']}.yaml`, as the run saved it; paths "
+        "relative to the run directory):",
         "",
         "```yaml",
         config.strip(),

@@ -179,6 +179,19 @@ def starting_module(path: str | Path) -> TranslationModule:
     )
 
 
+# What a run records of the model it started from (its model card describes that training).
+_STARTING_FACTS = ("name", "training", "averaged_checkpoints", "precision", "scores")
+
+
+def starting_record(metadata: dict, path: str | Path) -> dict:
+    """The facts of a starting model's metadata that a run keeps in its summary."""
+    path = Path(path)
+    record = {key: metadata[key] for key in _STARTING_FACTS if key in metadata}
+    if path.name.isdigit():
+        record["version"] = int(path.name)
+    return record
+
+
 def copy_weights(source: Seq2Seq, target: Seq2Seq) -> int:
     """Copies `source`'s weights into `target`, which may add an alignment head.
 
@@ -229,9 +242,12 @@ class Trainer:
         with self.strategy.scope():
             self.model = Seq2Seq(model_config(cfg, tokenizers))
             self.model.build_for()
+            self.starting_model: dict = {}
             if self.head.init_from:
-                copied = copy_weights(starting_module(self.head.init_from).model, self.model)
+                start = starting_module(self.head.init_from)
+                copied = copy_weights(start.model, self.model)
                 log.info("started from %s (%d weights)", self.head.init_from, copied)
+                self.starting_model = starting_record(start.metadata, self.head.init_from)
             self.trained_variables = (
                 self.model.decoder.alignment_head.trainable_variables if self.head.frozen
                 else self.model.trainable_variables)
@@ -539,6 +555,7 @@ def _write_summary(trainer: Trainer, run_dir: Path) -> None:
         "guided_alignment": dataclasses.asdict(trainer.cfg.guided_alignment),
         "alignment_head": _relative_start(dataclasses.asdict(trainer.cfg.alignment_head),
                                           run_dir),
+        **({"starting_model": trainer.starting_model} if trainer.starting_model else {}),
         "python": sys.version.split()[0],
         "tensorflow": tf.__version__,
     }

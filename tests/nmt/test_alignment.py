@@ -275,3 +275,25 @@ def test_forced_alignment_equals_teacher_forced_attention(module, tokenizers):
     assert [t.decode() for t in out["translations"].numpy()] == targets
     for pharaoh, target in zip(out["word_alignments"].numpy(), targets, strict=True):
         assert {t for _, t in links(pharaoh)} <= set(range(len(target.split())))
+
+
+@pytest.mark.parametrize("rule", ["argmax", "intersect"])
+def test_graph_link_rules_match_the_numpy_rules(rule):
+    from nmt.word_links import word_links
+
+    rng = np.random.default_rng(3)
+    shapes = [(4, 5), (2, 7), (6, 3), (1, 1)]
+    words = np.zeros((len(shapes), 6, 7), np.float32)  # padded as a batch is
+    for n, (t, s) in enumerate(shapes):
+        words[n, :t, :s] = rng.dirichlet(np.ones(s) * 0.5, size=t)
+    words[0, 2] = 0.0  # a target word without attention on any source word
+    words[1, 0, :2] = 0.5  # a tie
+    texts = alignment.pharaoh_links(tf.constant(words), rule).numpy()
+    for n, (t, s) in enumerate(shapes):
+        got = sorted(tuple(int(x) for x in link.split("-")) for link in texts[n].decode().split())
+        assert got == word_links(words[n, :t, :s], rule), (n, rule)
+
+
+def test_an_unknown_graph_link_rule_is_refused():
+    with pytest.raises(ValueError, match="rule='grow'"):
+        alignment.pharaoh_links(tf.zeros([1, 2, 2]), "grow")

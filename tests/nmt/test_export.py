@@ -119,7 +119,11 @@ json.dump({"project_importable": project_importable, "project_modules": project_
 
 @pytest.fixture(scope="module")
 def module(tiny_tokenizers) -> TranslationModule:
-    return make_tiny_module(tiny_tokenizers)
+    """The tiny model with the shipped model's kind of alignment head and link rule."""
+    module = make_tiny_module(tiny_tokenizers, alignment_head="general",
+                              alignment_head_keys="both")
+    module.metadata["word_links"] = "intersect"
+    return module
 
 
 @pytest.fixture(scope="module")
@@ -474,3 +478,36 @@ def test_cli_builds_a_shortlist_that_reexports_keep(exports, tiny_pairs_path, tm
                  "--no-shortlist"]) == 0
     assert "shortlist" not in read_metadata(full_dir / version.name)
     assert module_from_export(full_dir / version.name).shortlist is None
+
+
+# ------------------------------------------------------------------------------ alignment head
+
+
+def test_search_rows_of_the_head_equal_forced_alignment_of_the_translation(module):
+    # The head's row of each piece, carried through beam search, is the row that forced
+    # decoding of the chosen translation computes (the same states read the same pieces).
+    sentences = tf.constant(["the cat is black .", "where is the station ?", "hello"])
+    out = module.translate_with_options(
+        sentences, **{**{k: tf.constant(v, OPTION_DTYPES[k]) for k, v in OPTIONS.items()},
+                      "n_best": tf.constant(1), "replace_unknown": tf.constant(False)})
+    forced = module.align(sentences, out["translations"][:, 0])
+    for i in range(3):
+        length = int(out["target_lengths"][i, 0])
+        if int(forced["target_lengths"][i]) != length:
+            continue  # detokenising and tokenising again gave other pieces
+        np.testing.assert_allclose(out["alignments"][i, 0, :length],
+                                   forced["alignments"][i, :length], atol=1e-5)
+        np.testing.assert_allclose(out["attention"][i, 0, :length],
+                                   forced["attention"][i, :length], atol=1e-5)
+        assert not np.allclose(out["alignments"][i, 0, :length], out["attention"][i, 0, :length])
+
+
+def test_exported_links_follow_the_metadata_rule(module):
+    from nmt.word_links import word_links
+
+    out = module.align(tf.constant(ALIGN_SOURCES), tf.constant(ALIGN_TARGETS))
+    for n, (source, target) in enumerate(zip(ALIGN_SOURCES, ALIGN_TARGETS, strict=True)):
+        matrix = out["word_attention"][n].numpy()[:len(target.split()), :len(source.split())]
+        got = sorted(tuple(int(x) for x in link.split("-"))
+                     for link in out["word_alignments"][n].numpy().decode().split())
+        assert got == word_links(matrix, "intersect")
