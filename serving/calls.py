@@ -26,6 +26,10 @@ GRPC, HTTP = "grpc", "http"  # the `protocol` label's values
 # The caller's request id: gRPC metadata key, and HTTP header (`X-Request-Id`).
 REQUEST_ID_KEY = "x-request-id"
 MAX_REQUEST_ID_CHARS = 64
+# HTTP: bytes of the request line and of each header line, and headers per request
+# (aiohttp's defaults, named so that errors and the OpenAPI description can say them).
+MAX_HEADER_BYTES = 8190
+MAX_HEADERS = 128
 
 
 def request_id(given: str | None) -> str:

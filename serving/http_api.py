@@ -18,6 +18,11 @@ present in answers. Errors are `{"code": "INVALID_ARGUMENT", "message": ...}`
 with the HTTP status of `serving.errors.http_status_for`. A caller's
 `X-Request-Id` is echoed and logged; `X-Request-Timeout` (seconds) plays the
 part of a gRPC deadline.
+
+Whatever a client sends is answered with such a JSON error, never a crash or
+aiohttp's plain text: bodies nested deeper than `MAX_JSON_DEPTH`, and HTTP
+that aiohttp cannot parse (a header over `serving.calls.MAX_HEADER_BYTES`, too many
+headers, a broken chunked body), answered by `_JsonErrorHandler`.
 """
 
 from __future__ import annotations
@@ -27,17 +32,28 @@ import dataclasses
 import json
 import logging
 import math
+import re
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 import grpc
-from aiohttp import hdrs, web
+from aiohttp import hdrs, http_exceptions, web
 from aiohttp.web_urldispatcher import _default_expect_handler  # sends "100 Continue"
 from google.protobuf import json_format
 
 from nmt_api import protos
-from serving.calls import HTTP, REQUEST_ID_KEY, Call, finish, request_id, sentence_count
+from serving.calls import (
+    HTTP,
+    MAX_HEADER_BYTES,
+    MAX_HEADERS,
+    MAX_REQUEST_ID_CHARS,
+    REQUEST_ID_KEY,
+    Call,
+    finish,
+    request_id,
+    sentence_count,
+)
 from serving.errors import (
     DeadlineExpired,
     InvalidArgument,
@@ -65,6 +81,9 @@ SECURITY_HEADERS = {
         "form-action 'self'; frame-ancestors 'none'"),
 }
 _dumps = partial(json.dumps, ensure_ascii=False)
+# Arrays and objects nested in a body; as deep as `json_format.ParseDict` goes by default.
+MAX_JSON_DEPTH = 100
+MAX_ERROR_ECHO_CHARS = 200  # characters of a client's input quoted back in an error
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,8 +171,10 @@ class HttpApi:
 
     async def start(self, host: str, port: int) -> int:
         """Listens on `host:port` (0 picks a free port); returns the port."""
-        self._runner = web.AppRunner(self.application(), access_log=None,
-                                     handler_cancellation=True, shutdown_timeout=1.0)
+        self._runner = _Runner(self.application(), access_log=None,
+                               handler_cancellation=True, shutdown_timeout=1.0,
+                               max_line_size=MAX_HEADER_BYTES,
+                               max_field_size=MAX_HEADER_BYTES, max_headers=MAX_HEADERS)
         await self._runner.setup()
         self._site = web.TCPSite(self._runner, host, port)
         try:
@@ -280,6 +301,8 @@ class HttpApi:
             raise InvalidArgument(
                 f"the body is not JSON: {error.msg} at line {error.lineno} column {error.colno}; "
                 f"send a JSON {name}.") from None
+        except RecursionError:  # what `json` raises for deep nesting
+            raise InvalidArgument(_too_deep(text, name)) from None
         if not isinstance(value, dict):
             raise InvalidArgument(
                 f"the body must be a JSON object (a {name}). Received: a JSON "
@@ -287,8 +310,10 @@ class HttpApi:
                 f"{json.dumps(_EXAMPLES[name], ensure_ascii=False)}")
         try:
             return json_format.ParseDict(value, message_class())
-        except json_format.ParseError as error:
-            raise InvalidArgument(f"the body is not a valid {name}: {error}") from None
+        except json_format.ParseError as error:  # its message may quote a huge value: cut it
+            raise InvalidArgument(
+                f"the body is not a valid {name}: {_cut(str(error), MAX_ERROR_ECHO_CHARS)}"
+            ) from None
 
     async def _read_body(self, request: web.Request) -> bytes:
         """The body, refused as soon as it passes `max_message_bytes` (chunked bodies too)."""
@@ -330,6 +355,32 @@ class HttpApi:
             self._openapi = await asyncio.to_thread(
                 openapi_document, ENDPOINTS, self._limits, self._token is not None)
         return web.json_response(self._openapi, dumps=_dumps)
+
+
+def _too_deep(text: str, name: str) -> str:
+    """The error for a body nested deeper than `MAX_JSON_DEPTH`, naming where it gets too deep."""
+    depth = 0
+    for token in _JSON_TOKENS.finditer(text):
+        char = token.group()
+        if char in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                where = f" (level {depth} opens at character {token.start()})"
+                break
+        elif char in "]}":
+            depth -= 1
+    else:
+        where = ""
+    return (f"the body nests arrays and objects more than {MAX_JSON_DEPTH} deep{where}; a "
+            f"{name} needs a few levels at most: send e.g. "
+            f"{json.dumps(_EXAMPLES[name], ensure_ascii=False)}")
+
+
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')  # a string (skipped) or a bracket
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
 
 
 def _message_json(message) -> bytes:
@@ -381,6 +432,67 @@ async def _errors_as_json(request: web.Request, handler):
                    if k not in (hdrs.CONTENT_TYPE, hdrs.CONTENT_LENGTH)}
         return _error_response(error.status, _CODES.get(error.status, "UNKNOWN"), message,
                                headers)
+
+
+class _JsonErrorHandler(web.RequestHandler):
+    """aiohttp's connection handler, answering what it cannot parse with our JSON errors.
+
+    aiohttp answers HTTP it cannot parse (a request line or header over
+    `MAX_HEADER_BYTES`, more than `MAX_HEADERS` headers, a bad chunk size, a
+    method that is not one) before any handler or middleware runs, in plain
+    text; this handler answers them as every other error, and closes the
+    connection as aiohttp does.
+    """
+
+    def handle_error(self, request, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        if request.writer.output_size > 0:  # as aiohttp: the answer has begun
+            raise ConnectionError("the answer was sent already; cannot send the error")
+        status, code, details = _protocol_error(status, exc, message)
+        if status == 500:
+            log.error("unexpected error answering %s", request.remote, exc_info=exc)
+        else:
+            log.info(_dumps({"event": "bad_http", "protocol": HTTP, "peer": request.remote,
+                             "http_status": status, "error": details}))
+        response = _error_response(status, code, details, dict(SECURITY_HEADERS))
+        response.force_close()  # closes the connection: what follows cannot be read
+        return response
+
+
+def _protocol_error(status: int, exc: BaseException | None,
+                    message: str | None) -> tuple[int, str, str]:
+    """`(HTTP status, code, message)` for a request aiohttp could not parse."""
+    if isinstance(exc, http_exceptions.LineTooLong):
+        return 431, "RESOURCE_EXHAUSTED", (
+            f"the request line or a header is longer than this server's limit of "
+            f"{MAX_HEADER_BYTES} bytes; send shorter headers and URLs (only the first "
+            f"{MAX_REQUEST_ID_CHARS} characters of an X-Request-Id are kept).")
+    if isinstance(exc, http_exceptions.BadHttpMessage) and "too many headers" in str(
+            exc.message).lower():
+        return 431, "RESOURCE_EXHAUSTED", (
+            f"the request has more headers than this server's limit of {MAX_HEADERS}; "
+            "send fewer headers.")
+    if status == 500:
+        return 500, "INTERNAL", "internal error; the server log has the details"
+    problem = " ".join(str(message or getattr(exc, "message", "") or exc).split())
+    return status, _CODES.get(status, "UNKNOWN"), (
+        f"the request is not valid HTTP/1.1: {_cut(problem, MAX_ERROR_ECHO_CHARS)}; check "
+        "the client (and any proxy in between).")
+
+
+class _Runner(web.AppRunner):
+    """`web.AppRunner` whose connections are `_JsonErrorHandler`s."""
+
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        return _JsonErrorServer(server.request_handler, request_factory=server.request_factory,
+                                handler_cancellation=server.handler_cancellation,
+                                loop=asyncio.get_running_loop(), **server._kwargs)
+
+
+class _JsonErrorServer(web.Server):
+    def __call__(self) -> web.RequestHandler:
+        return _JsonErrorHandler(self, loop=self._loop, **self._kwargs)
 
 
 _EXAMPLES = {

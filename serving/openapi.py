@@ -20,6 +20,7 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from nmt_api import protos
+from serving.calls import MAX_HEADER_BYTES, MAX_HEADERS, MAX_REQUEST_ID_CHARS
 
 OPENAPI_VERSION = "3.0.3"
 F = FieldDescriptor
@@ -40,6 +41,9 @@ _INT64 = (F.TYPE_INT64, F.TYPE_UINT64, F.TYPE_SINT64, F.TYPE_FIXED64, F.TYPE_SFI
 _ERRORS = {
     "400": "The body is not JSON, or not the request message (the message names the field), "
            "or a field is invalid.",
+    "431": f"A header or the request line is over {MAX_HEADER_BYTES} bytes, or there are more "
+           f"than {MAX_HEADERS} headers (an `X-Request-Id` keeps its first "
+           f"{MAX_REQUEST_ID_CHARS} characters).",
     "503": "No model is loaded yet, or the server is shutting down; retry (see Retry-After).",
     "504": "The `X-Request-Timeout` passed before the answer.",
 }
@@ -116,7 +120,7 @@ def _operation(endpoint, auth: bool) -> dict:
         "description": f"gRPC `nmt.v1.TranslationService/{endpoint.rpc}`.",
         "parameters": [
             {"name": "X-Request-Id", "in": "header", "required": False,
-             "schema": {"type": "string", "maxLength": 64},
+             "schema": {"type": "string", "maxLength": MAX_REQUEST_ID_CHARS},
              "description": "Your id for this call: echoed in the answer and logged."},
             {"name": "X-Request-Timeout", "in": "header", "required": False,
              "schema": {"type": "number", "exclusiveMinimum": True, "minimum": 0},

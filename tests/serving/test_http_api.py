@@ -148,7 +148,7 @@ def test_openapi_describes_every_endpoint_with_the_servers_limits(server):
         "/v1/translate": {"post"}, "/v1/align": {"post"}, "/v1/model": {"get"},
         "/healthz": {"get"}, "/readyz": {"get"}}
     translate = document["paths"]["/v1/translate"]["post"]
-    assert {"200", "400", "413", "429", "503", "504"} <= set(translate["responses"])
+    assert {"200", "400", "413", "429", "431", "503", "504"} <= set(translate["responses"])
     assert "security" not in translate  # this server has no token
     schemas = document["components"]["schemas"]
     sentences = schemas["TranslateRequest"]["properties"]["sentences"]
@@ -247,6 +247,82 @@ def test_a_chunked_body_is_refused_once_it_passes_the_limit(server):
     reply = _raw_exchange(port, head, body)
 
     assert reply.startswith(b"HTTP/1.1 413") and b"more than 1024 bytes" in reply
+
+
+def _json_reply(reply: bytes) -> tuple[int, dict, bytes]:
+    """`(status, JSON body, head)` of a raw HTTP answer."""
+    head, _, body = reply.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body), head
+
+
+def test_a_huge_value_is_not_echoed_whole_in_the_error(server):
+    answer = _post(server, "/v1/translate", {"sentences": "x" * 900})
+
+    assert answer.status == 400 and "Failed to parse sentences field" in answer.json["message"]
+    assert len(answer.json["message"]) < 400 and "characters)" in answer.json["message"]
+
+
+def test_nesting_past_the_decoders_depth_is_400_not_500(server):
+    answer = _post(server, "/v1/translate", b"[" * 1020)  # the decoder recurses before failing
+
+    assert answer.status == 400 and answer.json["code"] == "INVALID_ARGUMENT"
+    assert "more than 100 deep (level 101 opens at character 100)" in answer.json["message"]
+
+
+@pytest.mark.parametrize("body, position", [
+    (b"[" * 100_000 + b"]" * 100_000, 100),
+    (b'{"a":' * 100_000 + b"1" + b"}" * 100_000, 500),
+    (b'{"sentences": ["[{"], "x": ' + b"[" * 100_000, 126),  # brackets in strings do not count
+])
+def test_100000_nested_arrays_or_objects_are_400_naming_where(tiny_model_dir, body, position):
+    running = ServerThread(_config(tiny_model_dir, limits=Limits(max_message_bytes=1 << 20)))
+    try:
+        running.wait_until_serving()
+        answer = _post(running, "/v1/translate", body)
+        after = _post(running, "/v1/translate", {"sentences": ["Hi."], "options": FAST})
+    finally:
+        running.stop()
+
+    assert answer.status == 400 and answer.json["code"] == "INVALID_ARGUMENT"
+    assert (f"nests arrays and objects more than 100 deep (level 101 opens at character "
+            f"{position})") in answer.json["message"]
+    assert '"sentences"' in answer.json["message"]  # an example of what to send
+    assert after.status == 200  # the server is fine
+
+
+def test_a_header_over_the_limit_is_431_as_json(server, caplog):
+    port = server.server.http_port
+    head = (b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nX-Request-Id: " + b"r" * 10_000
+            + b"\r\nContent-Length: 2\r\n\r\n{}")
+
+    with caplog.at_level(logging.INFO, logger="nmt.serving.requests"):
+        status, error, reply_head = _json_reply(_raw_exchange(port, head))
+
+    assert status == 431 and error["code"] == "RESOURCE_EXHAUSTED"
+    assert "limit of 8190 bytes" in error["message"] and "X-Request-Id" in error["message"]
+    assert b"application/json" in reply_head and b"nosniff" in reply_head
+    assert any('"bad_http"' in r.getMessage() for r in caplog.records)
+
+
+def test_a_long_request_id_under_the_header_limit_is_cut_and_echoed(server):
+    answer = _post(server, "/v1/translate", {"sentences": ["Hi."], "options": FAST},
+                   **{"X-Request-Id": "r" * 5000})
+
+    assert answer.status == 200 and answer.headers["X-Request-Id"] == "r" * 64
+
+
+@pytest.mark.parametrize("head, status, expected", [
+    (b"POST /v1/translate HTTP/1.1\r\nHost: x\r\n" + b"X-A: b\r\n" * 200
+     + b"Content-Length: 2\r\n\r\n{}", 431, "limit of 128; send fewer headers"),
+    (b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+     400, "not valid HTTP/1.1: Invalid character in chunk size"),
+    (b"GARBAGE\r\n\r\n", 400, "not valid HTTP/1.1"),
+])
+def test_http_that_cannot_be_parsed_is_a_json_error(server, head, status, expected):
+    answer_status, error, _ = _json_reply(_raw_exchange(server.server.http_port, head))
+
+    assert answer_status == status and expected in error["message"]
+    assert error["code"] == ("RESOURCE_EXHAUSTED" if status == 431 else "INVALID_ARGUMENT")
 
 
 def test_unknown_paths_and_methods_are_json_errors(server):
