@@ -33,7 +33,9 @@ from typing import Protocol
 
 import sentencex
 
-Span = tuple[int, int]
+from nmt.offsets import link_spans
+from nmt.types import DocumentTranslation, Span, TranslatedSentence  # (also for the clients)
+
 # The language whose abbreviations and punctuation rules split the source.
 SOURCE_LANGUAGE = "en"
 _LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
@@ -80,38 +82,6 @@ class DocumentPlan:
     def sentences(self) -> list[str]:
         """The sentences to translate, whitespace runs as single spaces."""
         return [" ".join(self.text[start:end].split()) for start, end in self.spans]
-
-
-@dataclasses.dataclass(frozen=True)
-class TranslatedSentence:
-    """One sentence of a translated document.
-
-    Attributes:
-        source_span: `(start, end)` of the sentence in the document as given.
-        target_span: `(start, end)` of its translation in the document's translation.
-        result: the translator's result for the sentence (tokens, score,
-            alignment; its `source` is the sentence as sent to the model).
-    """
-
-    source_span: Span
-    target_span: Span
-    result: SentenceResult
-
-
-@dataclasses.dataclass(frozen=True)
-class DocumentTranslation:
-    """A translated document.
-
-    Attributes:
-        source: the document as given.
-        text: its translation: the sentences' translations joined with the
-            document's own separators.
-        sentences: per sentence, its spans and result, in order.
-    """
-
-    source: str
-    text: str
-    sentences: tuple[TranslatedSentence, ...]
 
 
 def sentence_spans(text: str, split_lines: bool = True) -> list[Span]:
@@ -195,22 +165,27 @@ def join(plan: DocumentPlan, results: Sequence[SentenceResult]) -> DocumentTrans
         results: one result per sentence of the plan, in order.
 
     Returns:
-        The translation, with each sentence's source and target span.
+        The translation, with each sentence's source and target span and the word links
+        as character spans (`link_spans`).
 
     Raises:
-        ValueError: the number of results is not the plan's number of sentences.
+        ValueError: the number of results is not the plan's number of sentences, or a
+            word link names a word its sentence or translation does not have.
     """
     _check_count(len(plan.spans), len(results))
-    pieces, sentences, source_end, target_length = [], [], 0, 0
+    pieces, sentences, links, source_end, target_length = [], [], [], 0, 0
     for (start, end), result in zip(plan.spans, results, strict=True):
         separator = plan.text[source_end:start]
         target_start = target_length + len(separator)
         target_length = target_start + len(result.text)
         pieces += [separator, result.text]
         sentences.append(TranslatedSentence((start, end), (target_start, target_length), result))
+        links += link_spans(plan.text[start:end], result.text, result.word_alignment,
+                            source_offset=start, target_offset=target_start)
         source_end = end
     pieces.append(plan.text[source_end:])
-    return DocumentTranslation(source=plan.text, text="".join(pieces), sentences=tuple(sentences))
+    return DocumentTranslation(source=plan.text, text="".join(pieces), sentences=tuple(sentences),
+                               link_spans=tuple(links))
 
 
 def _check_count(expected: int, received: int) -> None:

@@ -55,15 +55,18 @@ from html.parser import HTMLParser
 from xml.parsers import expat
 
 from nmt.documents import (
+    DocumentPlan,
     DocumentTranslation,
     SentenceResult,
     TextLinks,
     TranslatedSentence,
     sentence_spans,
+    split_document,
 )
 from nmt.offsets import SpanLink, word_spans
 
 FORMATS = ("html", "xml")
+DOCUMENT_FORMATS = ("text", *FORMATS)  # what `plan_document` reads: plain text or markup
 # Limits, each checked in one place and raising MarkupError (tests/nmt/test_markup.py).
 MAX_MARKUP_CHARS = 1_000_000  # characters of one document
 MAX_DEPTH = 200  # elements nested inside each other
@@ -938,6 +941,18 @@ def plan_markup(text: str, format: str, split: bool = True) -> MarkupPlan:
     items = _parse(text, format)
     units = [unit for run in _blocks(items, split) for unit in _block_units(text, run, split)]
     return MarkupPlan(text=text, format=format, units=tuple(units))
+
+
+def plan_document(text: str, format: str) -> DocumentPlan | MarkupPlan:
+    """The plan of one document in `format` (`text`, `html` or `xml`), for `join_documents`.
+
+    Raises:
+        MarkupError: `html` or `xml` that is malformed or over a limit.
+        ValueError: `format` is not one of `DOCUMENT_FORMATS`.
+    """
+    if format not in DOCUMENT_FORMATS:
+        raise ValueError(f"format must be one of {DOCUMENT_FORMATS}. Received: {format!r}")
+    return split_document(text) if format == "text" else plan_markup(text, format)
 
 
 def split_markup(texts: Sequence[str], format: str) -> list[MarkupPlan]:

@@ -17,10 +17,10 @@ the markup as given and on the translated markup.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
-Span = tuple[int, int]
-SpanLink = tuple[Span, Span]
+# format_char_links is defined in nmt.types (the clients parse what it writes).
+from nmt.types import Span, SpanLink, format_char_links  # noqa: F401
 
 
 def word_spans(text: str) -> list[Span]:
@@ -69,11 +69,6 @@ def link_spans(source: str, target: str, links: Iterable[tuple[int, int]],
 
 def _shift(span: Span, offset: int) -> Span:
     return (span[0] + offset, span[1] + offset)
-
-
-def format_char_links(pairs: Sequence[SpanLink]) -> str:
-    """Azure Translator's alignment string: `srcStart:srcEnd-tgtStart:tgtEnd`, ends included."""
-    return " ".join(f"{s0}:{s1 - 1}-{t0}:{t1 - 1}" for (s0, s1), (t0, t1) in pairs)
 
 
 def document_link_spans(document) -> list[SpanLink]:

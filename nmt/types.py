@@ -4,6 +4,8 @@ They hold NumPy arrays and Python scalars only, so nothing that consumes them
 needs TensorFlow or gRPC. Beside them: the Pharaoh link format they print and
 parse, the check every entry point applies to a list of sentences, and the
 strict mapping-to-dataclass conversion every config and option reader uses.
+Translated documents (`DocumentTranslation`) are here too, so the clients can
+return them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 Link = tuple[int, int]
+Span = tuple[int, int]  # (start, end) character offsets, end excluded
+SpanLink = tuple[Span, Span]  # a word link as (source span, target span)
 _Dataclass = TypeVar("_Dataclass")
 # One (extended) Pharaoh link: `i-j` sure, `ipj` or `i?j` possible; 0-based, source first.
 _PHARAOH_LINK = re.compile(r"(\d+)([-p?])(\d+)")
@@ -40,6 +44,33 @@ def parse_pharaoh_links(text: str) -> tuple[tuple[int, int, bool], ...]:
             raise ValueError(f"Expected a link like 3-4, 3p4 or 3?4. Received: {token!r}")
         links.append((int(match.group(1)), int(match.group(3)), match.group(2) == "-"))
     return tuple(links)
+
+
+def format_char_links(pairs: Sequence[SpanLink]) -> str:
+    """Azure Translator's alignment string: `srcStart:srcEnd-tgtStart:tgtEnd`, ends included.
+
+    `(((0, 3), (0, 2)), ((4, 7), (3, 7)))` -> `"0:2-0:1 4:6-3:6"`.
+    """
+    return " ".join(f"{s0}:{s1 - 1}-{t0}:{t1 - 1}" for (s0, s1), (t0, t1) in pairs)
+
+
+_CHAR_LINK = re.compile(r"(\d+):(\d+)-(\d+):(\d+)")
+
+
+def parse_char_links(text: str) -> tuple[SpanLink, ...]:
+    """Parses `format_char_links`'s string back into `(source_span, target_span)` pairs.
+
+    Raises:
+        ValueError: a token is not a link like `0:2-0:1` (the message quotes it).
+    """
+    pairs = []
+    for token in text.split():
+        match = _CHAR_LINK.fullmatch(token)
+        if match is None:
+            raise ValueError(f"Expected a link like 0:2-0:1. Received: {token!r}")
+        s0, s1, t0, t1 = map(int, match.groups())
+        pairs.append(((s0, s1 + 1), (t0, t1 + 1)))
+    return tuple(pairs)
 
 
 def parse_pharaoh(text: str) -> tuple[Link, ...]:
@@ -180,6 +211,43 @@ class Translation:
     @property
     def word_alignment(self) -> tuple[tuple[int, int], ...]:
         return self.best.word_alignment
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslatedSentence:
+    """One sentence of a translated document (`nmt.documents`, `nmt.markup`, the clients).
+
+    Attributes:
+        source_span: `(start, end)` of the sentence in the document as given.
+        target_span: `(start, end)` of its translation in the document's translation.
+        result: the sentence's result (a `Translation`: tokens, score,
+            alignment; its `source` is the sentence as sent to the model, its
+            words joined by single spaces, tags taken out).
+    """
+
+    source_span: Span
+    target_span: Span
+    result: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class DocumentTranslation:
+    """A translated document.
+
+    Attributes:
+        source: the document as given.
+        text: its translation: the sentences' translations joined with the
+            document's own separators (for markup: with every tag of the source).
+        sentences: per sentence, its spans and result, in order.
+        link_spans: every word link as `(source_span, target_span)`: the
+            source word's characters in `source`, the target word's in `text`
+            (see `nmt.offsets`).
+    """
+
+    source: str
+    text: str
+    sentences: tuple[TranslatedSentence, ...]
+    link_spans: tuple[SpanLink, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

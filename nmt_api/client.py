@@ -9,6 +9,8 @@ alignment matrices as NumPy arrays) and need neither TensorFlow nor a model:
         for t in client.translate(["How are you?"]):
             print(t.text, t.best.pharaoh(), t.alignment.shape)  # (T, S)
         [pair] = client.align(["How are you?"], ["Comment allez-vous ?"])
+        [page] = client.translate_documents(["Click <b>Save</b>. Then quit."], "html")
+        page.text, [s.target_span for s in page.sentences]
 
 Errors are `grpc.RpcError`s: `error.code()` is the status (INVALID_ARGUMENT,
 RESOURCE_EXHAUSTED, UNAVAILABLE, ...) and `error.details()` says what to change.
@@ -23,7 +25,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Se
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from nmt.types import DecodeOptions, Translation, sentence_list
+from nmt.types import DecodeOptions, DocumentTranslation, Translation, sentence_list
 from nmt_api import convert, protos
 from nmt_api.protos import SERVICE_NAME
 
@@ -43,11 +45,26 @@ def _view(with_alignment: bool = True, with_attention: bool = False,
     return view
 
 
+# `translate_documents`' formats and their `TextFormat` values: {"text": 1, "html": 2, ...}.
+DOCUMENT_FORMATS = {name.removeprefix("TEXT_FORMAT_").lower(): value
+                    for name, value in pb2.TextFormat.items() if value}
+
+
 def _request(sentences: list[str], options: DecodeOptions | None, request_id: str = "",
-             **view):
+             format: str | None = None, **view):
     return pb2.TranslateRequest(
         sentences=sentences, options=convert.options_to_proto(options),
-        request_id=request_id, **_view(**view))
+        request_id=request_id, format=_text_format(format), **_view(**view))
+
+
+def _text_format(format: str | None) -> int:
+    """The `TextFormat` value of a document format (None: sentences)."""
+    if format is None:
+        return pb2.TEXT_FORMAT_UNSPECIFIED
+    if format not in DOCUMENT_FORMATS:
+        raise ValueError(f"format must be one of {tuple(DOCUMENT_FORMATS)}. "
+                         f"Received: format={format!r}")
+    return DOCUMENT_FORMATS[format]
 
 
 def _align_request(sources: list[str], targets: list[str], **view):
@@ -107,6 +124,45 @@ class TranslationClient:
         response = self._stub.Translate(request,
                                         timeout=self.timeout, metadata=self._metadata)
         return convert.translations_from_response(response, sentences)
+
+    def translate_documents(self, documents: Sequence[str], format: str = "text",
+                            options: DecodeOptions | None = None, *,
+                            with_alignment: bool = True, with_attention: bool = False,
+                            links: str | None = None,
+                            link_threshold: float | None = None) -> list[DocumentTranslation]:
+        """Translates documents (paragraphs, HTML or XML) in one request.
+
+        Each document is split into sentences on the server; its sentences
+        share model calls with every other request's.
+
+        Args:
+            documents: English documents (at most the server's `max_sentences`
+                documents of at most `max_chars` characters each, and
+                `max_sentences` sentences in all).
+            format: `text` (plain text: sentences and paragraphs), `html` or
+                `xml` (inline tags carried across through the word links).
+            options / with_alignment / with_attention / links /
+                link_threshold: as for `translate`, for every sentence.
+
+        Returns:
+            One `DocumentTranslation` per document, in order: `text` is the
+            translated document; per sentence its `source_span` (in the
+            document as given), `target_span` (in `text`) and `result` (a
+            `Translation` of the sentence as the model read it); `link_spans`
+            the word links as character spans.
+
+        Raises:
+            ValueError: `format` is not text, html or xml.
+            grpc.RpcError: INVALID_ARGUMENT for malformed markup (the details
+                name the document and the character position);
+                RESOURCE_EXHAUSTED over a limit.
+        """
+        documents = sentence_list(documents, "documents")
+        request = _request(documents, options, format=format, with_alignment=with_alignment,
+                           with_attention=with_attention, links=links,
+                           link_threshold=link_threshold)
+        response = self._stub.Translate(request, timeout=self.timeout, metadata=self._metadata)
+        return convert.documents_from_response(response, documents)
 
     def translate_stream(self, batches: Iterable[Sequence[str]],
                          options: DecodeOptions | None = None) -> Iterator[list[Translation]]:
@@ -222,6 +278,20 @@ class AsyncTranslationClient:
         response = await self._stub.Translate(request,
                                               timeout=self.timeout, metadata=self._metadata)
         return convert.translations_from_response(response, sentences)
+
+    async def translate_documents(self, documents: Sequence[str], format: str = "text",
+                                  options: DecodeOptions | None = None, *,
+                                  with_alignment: bool = True, with_attention: bool = False,
+                                  links: str | None = None, link_threshold: float | None = None
+                                  ) -> list[DocumentTranslation]:
+        """See `TranslationClient.translate_documents`."""
+        documents = sentence_list(documents, "documents")
+        request = _request(documents, options, format=format, with_alignment=with_alignment,
+                           with_attention=with_attention, links=links,
+                           link_threshold=link_threshold)
+        response = await self._stub.Translate(request, timeout=self.timeout,
+                                              metadata=self._metadata)
+        return convert.documents_from_response(response, documents)
 
     async def translate_stream(
         self, batches: Iterable[Sequence[str]] | AsyncIterable[Sequence[str]],

@@ -12,7 +12,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from nmt.types import DecodeOptions, Hypothesis, Translation, parse_pharaoh
+from nmt.types import (
+    DecodeOptions,
+    DocumentTranslation,
+    Hypothesis,
+    TranslatedSentence,
+    Translation,
+    format_char_links,
+    parse_char_links,
+    parse_pharaoh,
+)
 from nmt_api import protos
 
 pb2, _ = protos.load()
@@ -48,6 +57,20 @@ def translation_to_proto(translation: Translation, with_alignment: bool = True,
         source_tokens=translation.source_tokens,
         hypotheses=[hypothesis_to_proto(h, with_alignment, with_attention)
                     for h in translation.nbest])
+
+
+def document_to_proto(document: DocumentTranslation, with_alignment: bool = True,
+                      with_attention: bool = False):
+    """A `DocumentTranslation` message; each sentence's `result` is a `Translation`."""
+    return pb2.DocumentTranslation(
+        text=document.text,
+        sentences=[pb2.DocumentSentence(
+            source_start=s.source_span[0], source_end=s.source_span[1],
+            target_start=s.target_span[0], target_end=s.target_span[1],
+            sentence=s.result.source,
+            translation=translation_to_proto(s.result, with_alignment, with_attention))
+            for s in document.sentences],
+        char_alignment=format_char_links(document.link_spans))
 
 
 def model_info_to_proto(info, limits):
@@ -124,6 +147,28 @@ def _translations(messages, sources: Sequence[str], what: str, sent: str) -> lis
         raise RuntimeError(
             f"the server answered {len(messages)} {what} for {len(sources)} {sent}")
     return [translation_from_proto(t, s) for t, s in zip(messages, sources, strict=True)]
+
+
+def documents_from_response(response, documents: Sequence[str]) -> list[DocumentTranslation]:
+    """The `DocumentTranslation`s of a `TranslateResponse` to a request with `format` set.
+
+    Each sentence's `result` is a `Translation` whose `source` is the
+    sentence as the model read it.
+    """
+    if len(response.documents) != len(documents):
+        raise RuntimeError(f"the server answered {len(response.documents)} documents for "
+                           f"{len(documents)} documents")
+    return [document_from_proto(message, source)
+            for message, source in zip(response.documents, documents, strict=True)]
+
+
+def document_from_proto(message, source: str) -> DocumentTranslation:
+    sentences = tuple(
+        TranslatedSentence((s.source_start, s.source_end), (s.target_start, s.target_end),
+                           translation_from_proto(s.translation, s.sentence))
+        for s in message.sentences)
+    return DocumentTranslation(source=source, text=message.text, sentences=sentences,
+                               link_spans=parse_char_links(message.char_alignment))
 
 
 def model_info_from_proto(message) -> dict:

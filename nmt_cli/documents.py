@@ -11,18 +11,16 @@ import html
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
-from nmt.documents import join_documents, sentences_of, split_documents
-from nmt.markup import plan_markup, split_markup
+from nmt.documents import join_documents, sentences_of
+from nmt.markup import DOCUMENT_FORMATS, plan_document, plan_markup
 from nmt.options import decode_options
-
-DOCUMENT_FORMATS = ("text", "html", "xml")
 
 
 def plans_for(lines: Sequence[str], format: str) -> list:
     """Document plans of `lines` (`text`: sentences; `html`/`xml`: markup too)."""
     if format not in DOCUMENT_FORMATS:
         raise ValueError(f"--format must be one of {DOCUMENT_FORMATS}. Received: {format!r}")
-    return split_documents(lines) if format == "text" else split_markup(lines, format)
+    return [plan_document(line, format) for line in lines]
 
 
 def translate_lines(lines: Sequence[str], format: str,

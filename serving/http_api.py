@@ -109,7 +109,8 @@ class Endpoint:
 
 ENDPOINTS = (
     Endpoint("POST", "/v1/translate", "Translate", pb2.TranslateRequest, pb2.TranslateResponse,
-             "Translates sentences; each translation comes with its alignment"),
+             "Translates sentences, or documents (`format`: plain text, HTML, XML); each "
+             "translation comes with its alignment"),
     Endpoint("POST", "/v1/align", "Align", pb2.AlignRequest, pb2.AlignResponse,
              "Aligns given (source, target) pairs (forced decoding)"),
     Endpoint("GET", "/v1/model", "GetModelInfo", pb2.GetModelInfoRequest,

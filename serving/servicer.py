@@ -1,6 +1,9 @@
 """`nmt.v1.TranslationService`: proto in, `Batcher`/`ModelStore` call, proto out.
 
-Errors are raised, never turned into statuses here (see `serving.interceptors`).
+Documents (`TranslateRequest.format`) are split into sentences (`nmt.markup.
+plan_document`, in a worker thread: parsing is CPU work), their sentences
+queued in the batcher like any others, and joined again. Errors are raised,
+never turned into statuses here (see `serving.interceptors`).
 """
 
 from __future__ import annotations
@@ -10,10 +13,12 @@ import asyncio
 import grpc
 
 from nmt import word_links
+from nmt.documents import join_documents, sentences_of
+from nmt.markup import MarkupError, plan_document
 from nmt_api import convert, protos
 from nmt_api.protos import SERVICE_NAME
 from serving.batching import Batcher
-from serving.errors import InvalidArgument
+from serving.errors import InvalidArgument, LimitExceeded
 from serving.model_store import ModelStore
 from serving.validation import (
     Limits,
@@ -89,6 +94,8 @@ class TranslationServicer:
 
     async def _answer(self, parsed: ParsedRequest, index: int, deadline: float | None):
         self._store.translator  # noqa: B018  (UNAVAILABLE before queueing when no model is loaded)
+        if parsed.format is not None:
+            return await self._answer_documents(parsed, index, deadline)
         translations, version = await self._batcher.translate(
             parsed.sentences, parsed.options, deadline)
         return pb2.TranslateResponse(
@@ -96,17 +103,55 @@ class TranslationServicer:
             request_id=parsed.request_id, request_index=index,
             model_version=version if version is not None else self._store.version or 0)
 
+    async def _answer_documents(self, parsed: ParsedRequest, index: int,
+                                deadline: float | None):
+        """Each entry as one document: its sentences share the batcher with everyone's."""
+        plans = await asyncio.to_thread(_plans, parsed, self._limits.max_sentences, index)
+        translations, version = await self._batcher.translate(
+            sentences_of(plans), parsed.options, deadline)
+        documents = await asyncio.to_thread(
+            join_documents, plans, _relinked(translations, parsed))
+        return pb2.TranslateResponse(
+            documents=[convert.document_to_proto(d, parsed.with_alignment,
+                                                 parsed.with_attention) for d in documents],
+            request_id=parsed.request_id, request_index=index,
+            model_version=version if version is not None else self._store.version or 0)
+
+
+def _plans(parsed: ParsedRequest, max_sentences: int, index: int) -> list:
+    """The documents' plans; malformed markup and too many sentences are refused."""
+    where = "" if index == 0 else f"request {index} of the stream: "
+    plans = []
+    for i, text in enumerate(parsed.sentences):
+        try:
+            plans.append(plan_document(text, parsed.format))
+        except MarkupError as error:
+            raise InvalidArgument(f"{where}document {i} is not valid {parsed.format.upper()}: "
+                                  f"{error}") from error
+    count = sum(len(plan.sentences) for plan in plans)
+    if count > max_sentences:
+        raise LimitExceeded(
+            f"{where}the documents hold too many sentences: at most {max_sentences} per "
+            f"request. Received: {len(plans)} documents of {count} sentences; send fewer "
+            "documents per request.")
+    return plans
+
+
+def _relinked(translations, parsed) -> list:
+    """The translations with the word-link rule the request asked for."""
+    if parsed.links is None:
+        return translations
+    try:
+        return [word_links.relink(t, parsed.links.rule, parsed.links.threshold)
+                for t in translations]
+    except ValueError as error:
+        raise InvalidArgument(str(error)) from error
+
 
 def _answers(translations, parsed) -> list:
     """Translation messages as the request asked: word-link rule, matrices."""
-    if parsed.links is not None:
-        try:
-            translations = [word_links.relink(t, parsed.links.rule, parsed.links.threshold)
-                            for t in translations]
-        except ValueError as error:
-            raise InvalidArgument(str(error)) from error
     return [convert.translation_to_proto(t, parsed.with_alignment, parsed.with_attention)
-            for t in translations]
+            for t in _relinked(translations, parsed)]
 
 
 def _deadline(context) -> float | None:

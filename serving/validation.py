@@ -66,7 +66,11 @@ class LinkChoice:
 
 @dataclasses.dataclass(frozen=True)
 class ParsedRequest:
-    """A validated request: what the batcher and the response builder need."""
+    """A validated request: what the batcher and the response builder need.
+
+    `format` is None for sentences, else what the entries of `sentences` are
+    (a document format of `nmt.markup.DOCUMENT_FORMATS`).
+    """
 
     sentences: tuple[str, ...]
     options: DecodeOptions
@@ -74,6 +78,7 @@ class ParsedRequest:
     request_id: str
     with_attention: bool = False
     links: LinkChoice | None = None
+    format: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,15 +116,27 @@ def parse_request(request, limits: Limits, index: int | None = None) -> ParsedRe
     where = "" if index is None else f"request {index} of the stream: "
     if isinstance(request, UndecodableRequest):
         raise InvalidArgument(where + request.reason)
+    format = _format(request, where)
+    noun = "sentence" if format is None else "document"
     if len(request.sentences) > limits.max_sentences:
         raise LimitExceeded(
-            f"{where}too many sentences: at most {limits.max_sentences} per request. "
-            f"Received: {len(request.sentences)} sentences; split the request.")
-    _check_lengths(request.sentences, "sentence", limits, where)
+            f"{where}too many {noun}s: at most {limits.max_sentences} per request. "
+            f"Received: {len(request.sentences)} {noun}s; split the request.")
+    _check_lengths(request.sentences, noun, limits, where)
     _check_request_id(request.request_id, where)
     return ParsedRequest(tuple(request.sentences), _options(request, limits, where),
                          _with_alignment(request), request.request_id,
-                         request.with_attention, _links(request, where))
+                         request.with_attention, _links(request, where), format)
+
+
+def _format(request, where: str = "") -> str | None:
+    """The request's document format (`TEXT_FORMAT_HTML` -> `html`), or None for sentences."""
+    enum = request.DESCRIPTOR.fields_by_name["format"].enum_type
+    value = enum.values_by_number.get(request.format)
+    if value is None:  # a number this server's proto does not know
+        raise InvalidArgument(f"{where}format must be one of {', '.join(enum.values_by_name)}. "
+                              f"Received: format={request.format}")
+    return None if value.number == 0 else value.name.removeprefix("TEXT_FORMAT_").lower()
 
 
 def parse_align_request(request, limits: Limits) -> ParsedAlignRequest:
@@ -162,7 +179,7 @@ def _check_lengths(texts, noun: str, limits: Limits, where: str = "") -> None:
         if len(text) > limits.max_chars:
             raise LimitExceeded(
                 f"{where}{noun} {i} is too long: at most {limits.max_chars} characters. "
-                f"Received: {len(text)} characters; split it into shorter sentences.")
+                f"Received: {len(text)} characters; split it into shorter {noun}s.")
 
 
 def _check_request_id(request_id: str, where: str = "") -> None:

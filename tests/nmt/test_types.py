@@ -10,10 +10,22 @@ from nmt.types import (
     DecodeOptions,
     Hypothesis,
     dataclass_from_dict,
+    format_char_links,
+    parse_char_links,
     parse_pharaoh,
     parse_pharaoh_links,
     sentence_list,
 )
+
+
+def test_char_links_round_trip_in_azures_format():
+    pairs = (((0, 3), (0, 2)), ((4, 7), (3, 7)), ((10, 11), (12, 13)))
+
+    assert format_char_links(pairs) == "0:2-0:1 4:6-3:6 10:10-12:12"  # ends included
+    assert parse_char_links(format_char_links(pairs)) == pairs
+    assert parse_char_links("") == ()
+    with pytest.raises(ValueError, match="Received: '0:2-1'"):
+        parse_char_links("0:2-1")
 
 
 def test_parse_pharaoh_reads_links_in_order():

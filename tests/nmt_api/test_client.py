@@ -165,3 +165,40 @@ def test_async_client(server, direct):
     _assert_same([r[0] for r in streamed], expected)
     _assert_same(aligned, direct.align(SOURCES, TARGETS))
     assert info["version"] == 1
+
+
+DOCUMENTS = ["Hello. How are you today?\n\nThe cat is black.", "Click <b>Save</b>. Then quit."]
+
+
+def _same_documents(served, direct, formats):
+    from nmt.documents import join_documents, sentences_of
+    from nmt.markup import plan_document
+    from nmt.types import DocumentTranslation
+
+    for document, source, format in zip(served, DOCUMENTS, formats, strict=True):
+        plan = plan_document(source, format)
+        [want] = join_documents([plan], direct.translate(sentences_of([plan]), OPTIONS))
+        assert isinstance(document, DocumentTranslation) and document.source == source
+        assert (document.text, document.link_spans) == (want.text, want.link_spans)
+        _assert_same([s.result for s in document.sentences], [s.result for s in want.sentences])
+
+
+def test_translate_documents_returns_what_the_documents_module_joins(server, direct):
+    with TranslationClient(server.target, timeout=60) as client:
+        text = client.translate_documents(DOCUMENTS[:1], "text", OPTIONS)
+        page = client.translate_documents(DOCUMENTS[1:], "html", OPTIONS)
+        with pytest.raises(grpc.RpcError) as error:
+            client.translate_documents(["<b>Unclosed."], "html")
+
+    _same_documents(text + page, direct, ["text", "html"])
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "at character 0" in error.value.details()
+
+
+def test_async_translate_documents(server, direct):
+    async def main():
+        async with AsyncTranslationClient(server.target, timeout=60) as client:
+            return (await client.translate_documents(DOCUMENTS[:1], "text", OPTIONS)
+                    + await client.translate_documents(DOCUMENTS[1:], "html", OPTIONS))
+
+    _same_documents(asyncio.run(main()), direct, ["text", "html"])

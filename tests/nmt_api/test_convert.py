@@ -5,7 +5,13 @@ import types
 import numpy as np
 import pytest
 
-from nmt.types import DecodeOptions, Hypothesis, Translation
+from nmt.types import (
+    DecodeOptions,
+    DocumentTranslation,
+    Hypothesis,
+    TranslatedSentence,
+    Translation,
+)
 from nmt_api import convert, protos
 from serving.batching import blank_translation
 from serving.validation import Limits, parse_request
@@ -44,6 +50,29 @@ def test_translation_round_trip_keeps_everything():
         assert got.score == pytest.approx(want.score)
         assert got.alignment.dtype == np.float32 and got.alignment.shape == want.alignment.shape
         np.testing.assert_array_equal(got.alignment, want.alignment)
+
+
+def test_document_round_trip_keeps_spans_sentences_and_char_links():
+    sentence = _translation(np.random.default_rng(2))
+    original = DocumentTranslation(
+        source="<b>How are you ?</b>\n", text="<b>Comment allez-vous</b>\n",
+        sentences=(TranslatedSentence((0, 20), (0, 25), sentence),),
+        link_spans=(((3, 6), (3, 10)), ((11, 14), (11, 21))))
+    message = convert.document_to_proto(original)
+    response = pb2.TranslateResponse(documents=[message])
+
+    [back] = convert.documents_from_response(
+        pb2.TranslateResponse.FromString(response.SerializeToString()), [original.source])
+
+    assert message.char_alignment == "3:5-3:9 11:13-11:20"
+    assert (back.source, back.text, back.link_spans) == (
+        original.source, original.text, original.link_spans)
+    [got] = back.sentences
+    assert (got.source_span, got.target_span) == ((0, 20), (0, 25))
+    assert got.result.source == sentence.source and got.result.text == sentence.text
+    assert got.result.word_alignment == sentence.word_alignment
+    with pytest.raises(RuntimeError, match="answered 1 documents for 2"):
+        convert.documents_from_response(response, ["a", "b"])
 
 
 def test_without_alignment_the_matrix_is_empty_but_links_stay():

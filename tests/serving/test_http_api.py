@@ -120,6 +120,40 @@ def test_align_answers_the_json_mapping_of_the_grpc_answer(server, stub):
     assert [a["hypotheses"][0]["text"] for a in answer.json["alignments"]] == TARGETS
 
 
+PAGE = "<p>Click <b>Save</b> now.</p><p>Thank you.</p>"
+
+
+def test_documents_answer_the_json_mapping_of_the_grpc_answer(server, stub):
+    answer = _post(server, "/v1/translate", {"sentences": [PAGE, ""], "format": "TEXT_FORMAT_HTML",
+                                             "options": FAST, "withAlignment": False})
+
+    grpc_answer = stub.Translate(pb2.TranslateRequest(
+        sentences=[PAGE, ""], format=pb2.TEXT_FORMAT_HTML, options=pb2.DecodeOptions(beam_size=2),
+        with_alignment=False))
+    assert answer.status == 200 and answer.json == _as_json(grpc_answer)
+    assert answer.json["translations"] == []
+    page, blank = answer.json["documents"]
+    assert blank == {"text": "", "sentences": [], "charAlignment": ""}
+    assert page["text"].count("<b>") == 1 and page["text"].startswith("<p>")
+    assert [s["sentence"] for s in page["sentences"]] == ["Click Save now.", "Thank you."]
+    first = page["sentences"][0]
+    assert PAGE[first["sourceStart"]:first["sourceEnd"]] == "Click <b>Save</b> now."
+    assert set(first["translation"]["hypotheses"][0]) >= {"text", "wordAlignment", "score"}
+
+
+@pytest.mark.parametrize("body, expected", [
+    ({"sentences": ["Fine.", "Hi <b>there."], "format": "TEXT_FORMAT_HTML"},
+     "document 1 is not valid HTML: <b> is never closed at character 3 (line 1, column 4)"),
+    ({"sentences": ["<a>x"], "format": "TEXT_FORMAT_XML"}, "document 0 is not valid XML"),
+    ({"sentences": ["Hi."], "format": "HTML"}, "Invalid enum value HTML"),
+])
+def test_malformed_documents_are_400_naming_the_position(server, body, expected):
+    answer = _post(server, "/v1/translate", body)
+
+    assert answer.status == 400 and answer.json["code"] == "INVALID_ARGUMENT"
+    assert expected in answer.json["message"]
+
+
 def test_model_info(server, stub):
     answer = _get(server, "/v1/model")
 
@@ -158,6 +192,19 @@ def test_openapi_describes_every_endpoint_with_the_servers_limits(server):
         "text", "targetTokens", "score", "alignment", "wordAlignment", "attention"}
     assert set(schemas["WordLinks"]["properties"]) == {"rule", "threshold"}
     assert "Pharaoh" in schemas["Hypothesis"]["properties"]["wordAlignment"]["description"]
+    text_format = schemas["TranslateRequest"]["properties"]["format"]
+    assert text_format["enum"] == ["TEXT_FORMAT_UNSPECIFIED", "TEXT_FORMAT_TEXT",
+                                   "TEXT_FORMAT_HTML", "TEXT_FORMAT_XML"]
+    assert "documents" in text_format["description"]
+    documents = schemas["TranslateResponse"]["properties"]["documents"]
+    assert documents["items"] == {"$ref": "#/components/schemas/DocumentTranslation"}
+    assert set(schemas["DocumentTranslation"]["properties"]) == {
+        "text", "sentences", "charAlignment"}
+    assert set(schemas["DocumentSentence"]["properties"]) == {
+        "sourceStart", "sourceEnd", "targetStart", "targetEnd", "sentence", "translation"}
+    assert "end excluded" in schemas["DocumentSentence"]["properties"]["sourceEnd"].get(
+        "description", "") + schemas["DocumentSentence"]["properties"]["sourceStart"].get(
+        "description", "")
 
 
 def test_the_page_and_its_files_are_served_with_a_strict_policy(server):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from nmt.constants import METADATA_PATH
-from nmt.types import DecodeOptions
+from nmt.types import DecodeOptions, format_char_links, parse_char_links
 from nmt_api import convert, protos
 from nmt_api.client import TranslationClient
 from serving.batching import BatchingConfig
@@ -469,3 +469,154 @@ def test_an_unknown_word_link_rule_is_invalid_argument(stub):
 def test_model_info_says_where_the_alignment_comes_from(client):
     info = client.model_info()
     assert (info["alignment"], info["word_links"]) == ("attention", "argmax")
+
+
+# --- documents (TranslateRequest.format) -------------------------------------------------------
+
+DOCUMENT = "Hello. How are you today?\n\nGood night."
+PAGE = "<p>Click <b>Save</b> now.</p><p>Thank you.</p>"
+
+
+def _in_process_documents(server, documents, format):
+    """What the server should answer: the translator's sentences, joined by nmt.documents."""
+    from nmt.documents import join_documents, sentences_of
+    from nmt.markup import plan_document
+
+    plans = [plan_document(document, format) for document in documents]
+    results = server.server.store.translator.inner.translate(sentences_of(plans), FAST)
+    return join_documents(plans, results)
+
+
+@pytest.mark.parametrize("documents, format", [
+    ([DOCUMENT, "", "  \n "], "text"),
+    ([PAGE, "<br/>"], "html"),
+    (['Press <g id="1">OK</g> to <x id="2"/>continue.', ""], "xml"),
+])
+def test_documents_are_their_sentences_translated_and_joined(server, client, documents, format):
+    direct = _in_process_documents(server, documents, format)
+
+    served = client.translate_documents(documents, format, FAST)
+
+    assert len(served) == len(documents)
+    for got, want, source in zip(served, direct, documents, strict=True):
+        assert got.source == source and got.text == want.text
+        assert [(s.source_span, s.target_span) for s in got.sentences] == [
+            (s.source_span, s.target_span) for s in want.sentences]
+        assert got.link_spans == want.link_spans
+        for sentence, expected in zip(got.sentences, want.sentences, strict=True):
+            assert sentence.result.source == expected.result.source  # as the model read it
+            assert sentence.result.target_tokens == expected.result.target_tokens
+            assert sentence.result.word_alignment == expected.result.word_alignment
+    assert served[0].sentences and not served[-1].sentences  # blank or no word: none
+
+
+def test_document_response_fields(stub):
+    request = _request([DOCUMENT], beam_size=3, n_best=2)
+    request.format = pb2.TEXT_FORMAT_TEXT
+    request.with_alignment = False
+
+    response = stub.Translate(request)
+
+    assert len(response.translations) == 0 and len(response.documents) == 1
+    [document] = response.documents
+    assert [(s.source_start, s.source_end) for s in document.sentences] == [
+        (0, 6), (7, 25), (27, 38)]
+    assert [s.sentence for s in document.sentences] == [
+        "Hello.", "How are you today?", "Good night."]
+    for sentence in document.sentences:
+        assert len(sentence.translation.hypotheses) == 2
+        assert len(sentence.translation.hypotheses[0].alignment) == 0  # with_alignment false
+        assert document.text[sentence.target_start:sentence.target_end] == (
+            sentence.translation.hypotheses[0].text)
+    assert "\n\n" in document.text  # the paragraph break is kept
+    assert document.char_alignment == format_char_links(parse_char_links(document.char_alignment))
+    for (s0, s1), (t0, t1) in parse_char_links(document.char_alignment):
+        assert DOCUMENT[s0:s1].strip() == DOCUMENT[s0:s1] and " " not in document.text[t0:t1]
+
+
+def test_sentences_stay_the_default(stub):
+    response = stub.Translate(_request([DOCUMENT], beam_size=1))
+
+    assert len(response.translations) == 1 and len(response.documents) == 0
+
+
+@pytest.mark.parametrize("documents, format, expected", [
+    (["Fine.", "Hi <b>there."], pb2.TEXT_FORMAT_HTML,
+     "document 1 is not valid HTML: <b> is never closed at character 3 (line 1, column 4)"),
+    (["<a>x</b>"], pb2.TEXT_FORMAT_XML, "document 0 is not valid XML"),
+    (["<!-- no end"], pb2.TEXT_FORMAT_HTML, "at character 0"),
+    (["Hello."], 9, "format must be one of TEXT_FORMAT_UNSPECIFIED, TEXT_FORMAT_TEXT"),
+])
+def test_malformed_documents_are_invalid_argument_naming_the_position(stub, documents, format,
+                                                                     expected):
+    request = _request(documents, beam_size=1)
+    request.format = format
+
+    code, details = _code(lambda: stub.Translate(request))
+
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and expected in details
+
+
+@pytest.mark.parametrize("documents, expected", [
+    (["Hello. " * 9], "document 0 is too long: at most 60 characters. Received: 63"),
+    (["Yes. No. Stop. Go. Run."] * 2 + ["Thank you."],
+     "at most 8 per request. Received: 3 documents of 9 sentences"),
+    (["Hi."] * 9, "too many documents: at most 8 per request. Received: 9 documents"),
+])
+def test_document_limits_are_resource_exhausted(stub, documents, expected):
+    request = _request(documents, beam_size=1)
+    request.format = pb2.TEXT_FORMAT_TEXT
+
+    code, details = _code(lambda: stub.Translate(request))
+
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and expected in details
+
+
+def test_a_documents_sentences_share_model_calls_with_other_requests(server, stub, module_gate):
+    gate, batcher = module_gate, server.server._batcher
+    gate.close()
+    try:
+        blocker = stub.Translate.future(_request(["Hold the model."], beam_size=1))
+        assert gate.started.wait(30)
+        first = len(gate.calls)
+        document = _request([DOCUMENT], beam_size=1)
+        document.format = pb2.TEXT_FORMAT_TEXT
+        calls = [stub.Translate.future(document),
+                 stub.Translate.future(_request(["A sentence."], beam_size=1))]
+        end = time.monotonic() + 30
+        while batcher.depth < 4:
+            assert time.monotonic() < end, "the requests never queued"
+            time.sleep(0.01)
+    finally:
+        gate.open()
+
+    assert len(blocker.result(60).translations) == 1
+    from_document, sentence = (call.result(60) for call in calls)
+    assert len(from_document.documents[0].sentences) == 3 and len(sentence.translations) == 1
+    assert [sorted(call) for call in gate.calls[first:]] == [
+        sorted(["Hello.", "How are you today?", "Good night.", "A sentence."])]
+
+
+def test_documents_in_a_stream(stub):
+    documents = _request([PAGE], beam_size=1)
+    documents.format = pb2.TEXT_FORMAT_HTML
+
+    responses = list(stub.TranslateStream(iter([_request(["a"], beam_size=1), documents])))
+
+    assert [len(r.translations) for r in responses] == [1, 0]
+    assert responses[1].documents[0].text.count("<b>") == 1
+
+
+@pytest.mark.parametrize("rule", ["intersect", "grow"])
+def test_a_documents_word_links_follow_the_requests_rule(server, client, rule):
+    translator = server.server.store.translator.inner
+    [document] = client.translate_documents([DOCUMENT], "text", FAST, links=rule)
+    direct = translator.translate([s.result.source for s in document.sentences], FAST,
+                                  links=rule)
+    assert [s.result.word_alignment for s in document.sentences] == [
+        t.word_alignment for t in direct]
+
+
+def test_the_client_refuses_an_unknown_format(client):
+    with pytest.raises(ValueError, match="format must be one of"):
+        client.translate_documents([DOCUMENT], "pdf")
