@@ -15,6 +15,7 @@ from batch.options import (
 )
 from batch.readers import open_input
 from batch.records import OUTPUT_FORMATS, detect_output_format
+from nmt.markup import DOCUMENT_FORMATS
 from nmt.options import decode_options
 
 log = logging.getLogger("nmt.batch")
@@ -36,6 +37,10 @@ def add_batch_parser(sub) -> None:
     p.add_argument("--timeout", type=float, help="seconds per server call (default: none)")
     p.add_argument("--format", choices=OUTPUT_FORMATS,
                    help="output format (default: text for .txt[.gz], else jsonl)")
+    p.add_argument("--document-format", choices=DOCUMENT_FORMATS,
+                   help="each line is one document in this format, split into sentences and "
+                        "joined again (html, xml: inline tags carried across); default: each "
+                        "line is one sentence")
     add_input_options(p)
     p.add_argument("--resume", action="store_true", help="continue an interrupted run")
     p.add_argument("--window", type=int, default=2000,
@@ -63,7 +68,8 @@ def _config(args):
         raise FileNotFoundError(f"no input file {args.input}")
     return JobConfig(args.input, args.output, input_format(args, args.input),
                      output_format=args.format or detect_output_format(str(args.output)),
-                     with_alignment=args.alignment, window=args.window, resume=args.resume)
+                     with_alignment=args.alignment, window=args.window, resume=args.resume,
+                     document_format=args.document_format)
 
 
 def run_batch(args) -> int:

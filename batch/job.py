@@ -7,6 +7,11 @@ with a checkpoint. Memory holds one window, whatever the size of the file.
 
 Windows always start at the same lines, so a resumed job translates exactly
 the batches an uninterrupted one would, and its output is byte-identical.
+
+With `document_format` set each line is one document (plain text, HTML or
+XML, `nmt.markup.plan_document`): the sentences of a window's documents are
+sorted and translated together, and each document joined again. A line
+whose markup is malformed is an error record naming the position.
 """
 
 from __future__ import annotations
@@ -23,7 +28,15 @@ from pathlib import Path
 from batch.checkpoint import Checkpoint, PartialOutput, load_checkpoint, save_checkpoint
 from batch.engines import Engine, translate_or_explain
 from batch.readers import InputFormat, SourceLine, numbered_lines, open_input, parse_line
-from batch.records import OUTPUT_FORMATS, error_record, format_record, translation_record
+from batch.records import (
+    OUTPUT_FORMATS,
+    document_record,
+    error_record,
+    format_record,
+    translation_record,
+)
+from nmt.documents import join_documents
+from nmt.markup import DOCUMENT_FORMATS, MarkupError, plan_document
 
 log = logging.getLogger("nmt.batch")
 
@@ -44,6 +57,8 @@ class JobConfig:
         with_alignment: add tokens and the attention matrix to each record.
         window: lines sorted by length and committed together.
         resume: continue from the checkpoint of an interrupted run.
+        document_format: None: each line is a sentence; `text`, `html` or
+            `xml`: each line is a document in that format.
     """
 
     input: Path
@@ -53,8 +68,12 @@ class JobConfig:
     with_alignment: bool = False
     window: int = 2000
     resume: bool = False
+    document_format: str | None = None
 
     def __post_init__(self) -> None:
+        if self.document_format is not None and self.document_format not in DOCUMENT_FORMATS:
+            raise ValueError(f"document format must be one of {', '.join(DOCUMENT_FORMATS)}. "
+                             f"Received: {self.document_format!r}")
         if self.output_format not in OUTPUT_FORMATS:
             raise ValueError(f"output format must be one of {', '.join(OUTPUT_FORMATS)}. "
                              f"Received: {self.output_format!r}")
@@ -91,6 +110,42 @@ def translate_window(sources: list[SourceLine], engine: Engine, *,
     return [records.get(s.line) or error_record(s) for s in sources]
 
 
+def translate_documents_window(sources: list[SourceLine], engine: Engine, format: str, *,
+                               with_alignment: bool = False) -> list[dict]:
+    """Records for a window of documents, in input order.
+
+    The sentences of all the window's documents are translated together,
+    sorted by length (a sentence found twice, once); a document with a
+    sentence the engine rejects, or with malformed markup, is an error
+    record saying which.
+    """
+    plans, records = {}, {}
+    for source in sources:
+        if source.error is not None:
+            continue
+        try:
+            plans[source.line] = plan_document(source.text, format)
+        except MarkupError as error:
+            records[source.line] = error_record(source, f"malformed {format.upper()}: {error}")
+    # Each distinct sentence once, in an order that does not depend on hashing (resumes).
+    sentences = sorted({s for plan in plans.values() for s in plan.sentences},
+                       key=lambda s: (len(s), s))
+    results = dict(zip(sentences, translate_or_explain(engine, sentences), strict=True))
+    for source in sources:
+        plan = plans.get(source.line)
+        if plan is None:
+            continue
+        done = [results[s] for s in plan.sentences]
+        failed = next((i for i, r in enumerate(done) if isinstance(r, str)), None)
+        if failed is not None:
+            records[source.line] = error_record(source, f"sentence {failed + 1}: {done[failed]}")
+            continue
+        [document] = join_documents([plan], done)
+        records[source.line] = document_record(source, document, with_alignment=with_alignment,
+                                                max_source_tokens=engine.max_source_tokens)
+    return [records.get(s.line) or error_record(s) for s in sources]
+
+
 def fingerprint(config: JobConfig, engine: Engine) -> dict:
     """Everything that decides the output bytes; a job resumes only if it is unchanged."""
     stat = os.stat(config.input)
@@ -101,6 +156,8 @@ def fingerprint(config: JobConfig, engine: Engine) -> dict:
         "output_format": config.output_format, "with_alignment": config.with_alignment,
         "window": config.window, "engine": engine.settings(),
     }
+    if config.document_format is not None:  # absent otherwise: older checkpoints still resume
+        facts["document_format"] = config.document_format
     return json.loads(json.dumps(facts))  # the form it takes once saved (lists, not tuples)
 
 
@@ -175,7 +232,13 @@ def run_job(config: JobConfig, engine: Engine,
             for window in _windows(raw, config.window):
                 sources = [parse_line(number, text, config.input_format)
                            for number, text in window]
-                records = translate_window(sources, engine, with_alignment=config.with_alignment)
+                if config.document_format is None:
+                    records = translate_window(sources, engine,
+                                               with_alignment=config.with_alignment)
+                else:
+                    records = translate_documents_window(
+                        sources, engine, config.document_format,
+                        with_alignment=config.with_alignment)
                 checkpoint = _commit(out, checkpoint, records, config, sources[-1].line)
                 if on_progress is not None:
                     on_progress(len(sources), checkpoint.lines)

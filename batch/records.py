@@ -8,7 +8,22 @@ One record per input line, shared by `nmt batch` and the Beam pipeline:
 with `source_tokens`, `target_tokens` and `alignment` (a `(T, S)` list of
 lists) added when alignments are asked for, and `nbest` when more than one
 hypothesis is. A line that is not translated has `translation`, `score` and
-`word_alignment` null and says why in `error`. Floats are rounded to
+`word_alignment` null and says why in `error`.
+
+A job of documents (`--document-format text|html|xml`: each line one
+document) writes the translated document and, per sentence, its spans and
+the record of its translation (`source` being the sentence as the model
+read it); `char_alignment` holds the word links as character spans on the
+line and on `translation` (`srcStart:srcEnd-tgtStart:tgtEnd`, ends
+included):
+
+    {"line": 3, "source": "Click <b>Save</b>. Then quit.", "translation": "...",
+     "char_alignment": "0:4-0:6 ...", "sentences": [{"source_span": [0, 18],
+     "target_span": [0, 25], "source": "Click Save.", "translation": "...",
+     "score": -0.31, "word_alignment": "0-0 1-1", "error": null}, ...], "error": null}
+
+A document none of whose sentences could be translated whole is an error
+record (its `error` names the sentence). Floats are rounded to
 `DECIMALS` places: the last bits of float32 results can depend on how
 sentences were batched, and rounding keeps outputs comparable across runs.
 """
@@ -21,7 +36,7 @@ import math
 import numpy as np
 
 from batch.readers import SourceLine
-from nmt.types import Translation
+from nmt.types import DocumentTranslation, Translation, format_char_links
 
 DECIMALS = 4
 OUTPUT_FORMATS = ("jsonl", "text")
@@ -85,6 +100,30 @@ def translation_record(source: SourceLine, translation: Translation, *,
                            for h in translation.nbest]
     record["error"] = None
     return record
+
+
+def document_record(source: SourceLine, document: DocumentTranslation, *,
+                    with_alignment: bool = False, max_source_tokens: int | None = None) -> dict:
+    """The record of a translated document (an error record if a sentence was truncated).
+
+    Args:
+        source: the input line (one document).
+        document: its translation; each sentence's `result` a `Translation`.
+        with_alignment / max_source_tokens: as for `translation_record`, per sentence.
+    """
+    sentences = []
+    for i, sentence in enumerate(document.sentences):
+        error = truncation_error(sentence.result, max_source_tokens)
+        if error is not None:
+            return error_record(source, f"sentence {i + 1}: {error}")
+        record = translation_record(SourceLine(source.line, sentence.result.source),
+                                    sentence.result, with_alignment=with_alignment)
+        del record["line"]
+        sentences.append({"source_span": list(sentence.source_span),
+                          "target_span": list(sentence.target_span), **record})
+    return {"line": source.line, "source": source.text, "translation": document.text,
+            "char_alignment": format_char_links(document.link_spans), "sentences": sentences,
+            "error": None}
 
 
 def format_record(record: dict, output_format: str) -> str:

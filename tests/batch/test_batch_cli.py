@@ -44,6 +44,29 @@ def test_batch_writes_jsonl_and_text(tmp_path, tiny_model_dir, tiny_pairs):
     assert text == [r["translation"] or "" for r in jsonl] + [""]
 
 
+def test_batch_translates_documents_with_their_markup(tmp_path, tiny_model_dir):
+    from nmt.documents import join_documents, sentences_of
+    from nmt.markup import plan_document
+    from nmt.translator import Translator
+    from nmt.types import DecodeOptions
+
+    lines = ["<p>Good morning. <b>How</b> are you?</p>", "Hi <b>there."]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(lines) + "\n")
+    common = ["--model", str(tiny_model_dir), "--beam-size", "1", "--no-progress"]
+    assert main(["batch", str(source), str(tmp_path / "out.jsonl"), "--document-format", "html",
+                 *common]) == 0
+
+    page, broken = records(tmp_path / "out.jsonl")
+    plan = plan_document(lines[0], "html")
+    translator = Translator.load(tiny_model_dir)
+    [want] = join_documents([plan], translator.translate(sentences_of([plan]),
+                                                         DecodeOptions(beam_size=1)))
+    assert page["translation"] == want.text and page["translation"].count("<b>") == 1
+    assert [s["source"] for s in page["sentences"]] == ["Good morning.", "How are you?"]
+    assert broken["error"].startswith("malformed HTML: <b> is never closed at character 3")
+
+
 def test_batch_reads_tsv_columns_and_jsonl_fields(tmp_path, tiny_model_dir):
     (tmp_path / "in.tsv").write_text("1\tGood morning.\n2\n")
     (tmp_path / "in.jsonl").write_text('{"en": "Good morning."}\n{"fr": "x"}\n')

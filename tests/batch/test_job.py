@@ -167,3 +167,69 @@ def test_job_with_the_tiny_model(tmp_path, tiny_model_dir, tiny_pairs):
         np.testing.assert_allclose(matrix.sum(axis=1), 1.0, atol=1e-3)
         # An untrained model may legitimately translate to "" (EOS first).
         assert isinstance(record["score"], float) and isinstance(record["translation"], str)
+
+
+DOCUMENTS = [
+    "Hello there. How are you?", "", "Click <b>Save</b> now. Then quit.", "Hi <b>there.",
+    "Hello there. See <i>you</i>.",
+]
+
+
+def test_documents_are_split_translated_together_and_joined(tmp_path):
+    job = config(tmp_path, document_format="html", input_format=InputFormat(), window=10)
+    write_input(job.input, DOCUMENTS)
+    engine = FakeEngine()
+
+    result = run_job(job, engine)
+
+    records = read_records(job.output)
+    assert engine.calls == [sorted({"Hello there.", "How are you?", "Click Save now.",
+                                    "Then quit.", "See you."}, key=lambda s: (len(s), s))]
+    first, blank, page, broken, last = records
+    assert first["translation"] == "HELLO THERE. HOW ARE YOU?"
+    assert [(s["source_span"], s["target_span"], s["source"]) for s in first["sentences"]] == [
+        ([0, 12], [0, 12], "Hello there."), ([13, 25], [13, 25], "How are you?")]
+    assert first["sentences"][0]["word_alignment"] == "0-0 1-1"
+    assert first["char_alignment"].startswith("0:4-0:4 6:11-6:11")
+    assert page["translation"] == "CLICK <b>SAVE</b> NOW. THEN QUIT."
+    assert last["translation"].count("<i>") == 1 and last["sentences"][1]["source"] == "See you."
+    assert blank["error"] == "empty line"
+    assert broken["translation"] is None and broken["error"].startswith(
+        "malformed HTML: <b> is never closed at character 3")
+    assert (result.lines, result.errors) == (5, 2)
+
+
+def test_a_rejected_sentence_makes_its_document_an_error(tmp_path):
+    job = config(tmp_path, document_format="text", input_format=InputFormat())
+    write_input(job.input, ["Fine here. Bad one.", "All good."])
+
+    run_job(job, FakeEngine(reject="Bad"))
+
+    records = read_records(job.output)
+    assert records[0]["error"] == "sentence 2: rejected by the model: contains Bad"
+    assert records[1]["translation"] == "ALL GOOD." and records[1]["error"] is None
+
+
+def test_documents_resume_to_identical_bytes_and_the_format_is_part_of_the_job(tmp_path):
+    lines = DOCUMENTS * 3
+    reference = config(tmp_path, output=tmp_path / "ref.jsonl", document_format="html",
+                       input_format=InputFormat())
+    write_input(reference.input, lines)
+    run_job(reference, FakeEngine())
+
+    job = config(tmp_path, resume=True, document_format="html", input_format=InputFormat())
+    with pytest.raises(RuntimeError, match="engine crashed"):
+        run_job(job, FakeEngine(fail_on_call=2))
+    with pytest.raises(ValueError, match="cannot resume: document_format changed"):
+        run_job(config(tmp_path, resume=True, document_format="xml",
+                       input_format=InputFormat()), FakeEngine())
+    result = run_job(job, FakeEngine())
+
+    assert job.output.read_bytes() == reference.output.read_bytes()
+    assert result.resumed_from == 4
+
+
+def test_an_unknown_document_format_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="document format must be one of text, html, xml. "
+                                         "Received: 'pdf'"):
+        config(tmp_path, document_format="pdf")
