@@ -27,6 +27,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import keras
@@ -186,10 +187,19 @@ _STARTING_FACTS = ("name", "training", "averaged_checkpoints", "precision", "sco
 def starting_record(metadata: dict, path: str | Path) -> dict:
     """The facts of a starting model's metadata that a run keeps in its summary."""
     path = Path(path)
-    record = {key: metadata[key] for key in _STARTING_FACTS if key in metadata}
+    record = {key: _plain(metadata[key]) for key in _STARTING_FACTS if key in metadata}
     if path.name.isdigit():
         record["version"] = int(path.name)
     return record
+
+
+def _plain(value):
+    """A module's metadata is tracked by tf.Module (wrapped dicts and lists): plain values."""
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [_plain(item) for item in value]
+    return value
 
 
 def copy_weights(source: Seq2Seq, target: Seq2Seq) -> int:

@@ -76,6 +76,7 @@ def test_frozen_head_aligns_far_better_and_changes_no_translation(plain_run):
     np.testing.assert_array_equal(ours["attention"].numpy(), theirs["alignments"].numpy())
     summary = yaml.safe_load((run / "summary.json").read_text())
     assert summary["alignment_head"]["init_from"] == "../plain"  # relative, no machine paths
+    assert summary["starting_model"]["training"]["steps"] == 250  # for the model card
     assert (run / "tokenizer" / "tokenizer.json").exists()
 
 

@@ -83,3 +83,46 @@ def test_card_of_an_averaged_export_says_so(tmp_path):
     assert "No guided alignment" in card
     assert "No joined examples" in card and "computes in float32" in card
     assert "shortlist" not in card
+
+
+def test_card_of_a_frozen_head_describes_the_head_and_the_model_under_it(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    base = {"steps": 12092, "epochs_completed": 6, "train_seconds": 5718.2,
+            "machine": {"cpu": "Base CPU", "cores": 2, "accelerators": []},
+            "guided_alignment": {"type": "ce", "weight": 0.5, "symmetrization": "intersection"}}
+    (run / "summary.json").write_text(json.dumps({
+        "name": "en-fr-head", "steps": 4000, "epochs_completed": 2, "train_seconds": 600.0,
+        "parameters": 7699264, "tensorflow": "2.21.0", "python": "3.11.7",
+        "machine": {"cpu": "Head CPU", "cores": 2, "accelerators": []},
+        "guided_alignment": {"type": "none", "weight": 0.0, "symmetrization": "intersection"},
+        "alignment_head": {"train": "frozen", "init_from": "../../models/en-fr/4", "type": "ce",
+                           "weight": 1.0},
+        "starting_model": {"name": "en-fr", "version": 4, "training": base,
+                           "averaged_checkpoints": [11000, 11500, 12000, 12092],
+                           "precision": "bfloat16"},
+    }))
+    (run / "config.yaml").write_text("name: en-fr-head\n")  # no history.jsonl: no dev BLEU
+    export = tmp_path / "models" / "5"
+    (export / METADATA_PATH).parent.mkdir(parents=True)
+    (export / METADATA_PATH).write_text(json.dumps({
+        "attention": "luong-general+head-general", "precision": "bfloat16",
+        "averaged_checkpoints": [3500, 4000],
+        "model_config": {"encoder_layers": 2, "decoder_layers": 1, "cell": "lstm",
+                         "hidden_dim": 512, "embedding_dim": 256, "share_embeddings": True,
+                         "tie_embeddings": True, "target_vocab_size": 8000,
+                         "alignment_head": "general", "alignment_head_keys": "encoder"},
+    }))
+    card = render(run, {"alignment": {"aer": 0.25, "precision": 0.8, "recall": 0.7,
+                                      "pairs": 522}}, export)
+    assert "a `general` attention whose query for target piece j is [h_j; embedding(y_j)]" in card
+    assert "keys are the encoder states" in card
+    assert "(intersection, mapped onto the pieces)" in card
+    assert "4,000 steps (10 minutes), with every other weight frozen at version 4's" in card
+    assert "Version 4 itself: 12,092 steps (6 full epochs), 95 minutes on Base CPU" in card
+    assert "mean of the last 4 checkpoints (steps 11,000, 11,500, 12,000, 12,092)" in card
+    assert "nmt export --run runs/en-fr --out models/en-fr --version 4 --average 4 " in card
+    assert "nmt train --config training/configs/en-fr-head.yaml --run runs/en-fr-head" in card
+    assert "nmt export --run runs/en-fr-head --out models/en-fr --version 5 --average 2" in card
+    assert "python -m training.model_card --run runs/en-fr-head" in card
+    assert "best dev BLEU" not in card
