@@ -7,7 +7,7 @@ projection's product in float32, bfloat16 and int8 (`QuantizedMatMul`, the
 only int8 product among the stock CPU kernels); then where a call's fixed
 cost goes (tokenizing, the encoder, a whole translation cut to one step).
 
-    python bench/step_variants.py [models/en-fr/4] [--sentences FILE]
+    python bench/step_variants.py [models/en-fr/5] [--sentences FILE]
 
 The step is traced here from the export's weights (as `nmt export
 --from-export` rebuilds it), so the figures are for today's code.

@@ -107,6 +107,15 @@ class Attention(keras.layers.Layer):
         if single_step:
             query = query[:, None, :]  # (batch, 1, dq)
         values = keys if values is None else values
+        weights = self.attention_weights(query, keys, mask, projected_keys)  # (batch, Tq, Tk)
+        context = tf.matmul(tf.cast(weights, values.dtype), values)  # (batch, Tq, dv)
+        if single_step:
+            return context[:, 0], weights[:, 0]
+        return context, weights
+
+    def attention_weights(self, query, keys, mask=None, projected_keys=None):
+        """The weights alone, float32 `(batch, Tq, Tk)`, for a query `(batch, Tq, dq)`:
+        what an aligner needs, without the context vector's product."""
         if projected_keys is None:
             projected_keys = self.project_keys(keys)  # (batch, Tk, d)
         logits = tf.cast(self._score(query, projected_keys), tf.float32)  # (batch, Tq, Tk)
@@ -116,11 +125,7 @@ class Attention(keras.layers.Layer):
         valid = tf.broadcast_to(mask[:, None, :], tf.shape(logits))  # (batch, Tq, Tk)
         if self.local_window is not None:
             logits, valid = self._apply_local_window(query, logits, valid, mask)
-        weights = self._masked_softmax(logits, valid)  # (batch, Tq, Tk)
-        context = tf.matmul(tf.cast(weights, values.dtype), values)  # (batch, Tq, dv)
-        if single_step:
-            return context[:, 0], weights[:, 0]
-        return context, weights
+        return self._masked_softmax(logits, valid)
 
     def compute_mask(self, *args, **kwargs):
         return None

@@ -220,16 +220,13 @@ class AttentionDecoder(keras.layers.Layer):
         return Memory(memory, self.attention.project_keys(memory), mask, head_keys)
 
     def initial_state(self, memory: Memory) -> dict:
-        """RNN states from the mean encoder state: `{"rnn": ((batch, d), ...)}`, and
-        with an alignment head `"head_query"` (see `step`)."""
+        """RNN states from the mean encoder state: `{"rnn": ((batch, d), ...)}`."""
         weights = tf.cast(memory.mask, memory.values.dtype)[:, :, None]  # (batch, S, 1)
         mean = tf.reduce_sum(memory.values * weights, axis=1) / tf.maximum(
             tf.reduce_sum(weights, axis=1), 1.0
         )  # (batch, d_enc)
         states = tf.split(self.bridge(mean), self.num_layers * self.states_per_layer, axis=-1)
-        if self.alignment_head is None:
-            return {"rnn": tuple(states)}
-        return {"rnn": tuple(states), "head_query": tf.zeros_like(states[0])}
+        return {"rnn": tuple(states)}
 
     def _layer_states(self, flat_states, i):
         n = self.states_per_layer
@@ -286,7 +283,7 @@ class AttentionDecoder(keras.layers.Layer):
     # --- decoding ----------------------------------------------------------------
 
     def step(self, previous_tokens, state: dict, memory: Memory, training=False,
-             kernels: step_kernels.StepKernels | None = None):
+             kernels: step_kernels.StepKernels | None = None, return_query: bool = False):
         """One decoding step.
 
         Args:
@@ -296,20 +293,21 @@ class AttentionDecoder(keras.layers.Layer):
                 `batch` or, in beam search, `batch * K` (K rows per sentence).
             kernels: from `cast_kernels(dtype)`, to run the matrix products in
                 that dtype (inference only); None uses the layers as they are.
+            return_query: also return h_t `(rows, hidden)`, the state that
+                predicts this step's piece (what the alignment head reads).
 
         Returns:
-            `(logits (rows, V) float32, new_state, attention (rows, S) float32)`.
-            With an alignment head, `new_state["head_query"]` holds h_t
-            `(rows, hidden)`, the state that predicted this step's piece.
+            `(logits (rows, V) float32, new_state, attention (rows, S) float32)`,
+            and h_t with `return_query`.
         """
         embedded = self.embedding(previous_tokens)  # (rows, emb)
         output, state, weights, hidden = self._step_core(
             embedded, state, memory, training, kernels)
-        if self.alignment_head is not None:
-            state = {**state, "head_query": hidden}  # read by `head_step` for the chosen pieces
         if kernels is None:
-            return self.projection(output), state, weights
-        return step_kernels.project(kernels, output), state, weights
+            logits = self.projection(output)
+        else:
+            logits = step_kernels.project(kernels, output)
+        return (logits, state, weights, hidden) if return_query else (logits, state, weights)
 
     def _head_key_input(self, memory, source_embedded):
         if self.head_keys == "encoder":
@@ -322,39 +320,20 @@ class AttentionDecoder(keras.layers.Layer):
             return source_embedded
         return tf.concat([memory, source_embedded], axis=-1)
 
-    def head_step(self, pieces, queries, memory: Memory):
-        """Alignment-head rows of chosen pieces, from the states that predicted them.
-
-        Args:
-            pieces: int `(rows,)`, the piece each row chose.
-            queries: `(rows, hidden)`, `state["head_query"]` of the row's parent.
-            memory: for `batch` sentences; `rows` is a multiple of `batch`
-                (rows of one sentence contiguous), as in `step`.
-
-        Returns:
-            float32 `(rows, S)`, each row summing to 1 over the source.
-        """
-        query = tf.concat([queries, tf.cast(self.embedding(pieces), queries.dtype)], -1)
-        rows = tf.shape(query)[0]
-        per_sentence = tf.reshape(query, [tf.shape(memory.mask)[0], -1, query.shape[-1]])
-        _, weights = self.alignment_head(
-            per_sentence, memory.values, mask=memory.mask, projected_keys=memory.head_keys
-        )  # (batch, rows / batch, S)
-        return tf.reshape(weights, [rows, tf.shape(weights)[-1]])
-
     def head_weights(self, queries, target_out, memory: Memory):
-        """Teacher-forced alignment-head rows `(batch, T, S)` float32.
+        """Alignment-head rows `(batch, T, S)` float32, each summing to 1 over the source.
 
         Args:
-            queries: `(batch, T, hidden)`, h_j for every target position.
+            queries: `(batch, T, hidden)`, h_j for every target position: from
+                teacher forcing, or the states search kept for each piece.
             target_out: int `(batch, T)`, piece j of each row (EOS, padding 0).
+            memory: for the `batch` sentences.
         """
         embedded = tf.cast(self.embedding(target_out), queries.dtype)  # (batch, T, emb)
-        _, weights = self.alignment_head(
+        return self.alignment_head.attention_weights(
             tf.concat([queries, embedded], -1), memory.values, mask=memory.mask,
             projected_keys=memory.head_keys,
         )
-        return weights
 
     def call(self, target_in, memory: Memory, training=False):
         outputs, weights, _ = self.teacher_forced(target_in, memory, training)
@@ -368,7 +347,7 @@ class AttentionDecoder(keras.layers.Layer):
 
     def _teacher_forced_scan(self, embedded, memory: Memory, training):
         """Runs `_step_core` over time with tf.scan -> outputs, attention, states."""
-        state = {k: v for k, v in self.initial_state(memory).items() if k != "head_query"}
+        state = self.initial_state(memory)
 
         def scan_step(carry, embedded_t):
             state = carry[0]

@@ -113,6 +113,7 @@ class TranslationModule(tf.Module):
         return _dense(tf.concat([ids, eos], axis=1))  # (batch, S)
 
     def _search(self, source, options):
+        """Beam search -> `(SearchResult, head rows (batch, N, T, S) or None)`."""
         values, mask = step_kernels.encode(self.model.encoder, source, self.matmul_dtype)
         memory = self.model.prepare_memory(source, values, mask)
         batch = tf.shape(source)[0]
@@ -138,25 +139,22 @@ class TranslationModule(tf.Module):
             context = (memory, tf.where(allowed, 0.0, float("-inf")))  # (batch, V')
             kernels = kernels.restrict(vocab)
 
-        def head_fn(pieces, state, parent_rows, context):
-            memory = context if self.shortlist is None else context[0]
-            if self.shortlist is not None:
-                pieces = tf.gather(vocab, pieces)
-            queries = tf.gather(state["head_query"], parent_rows)  # (R, hidden)
-            return self.model.decoder.head_step(pieces, queries, memory)
+        with_head = self.has_head  # the step also gives h_t, kept for each chosen piece
 
         def step_fn(tokens, state, context):  # context: rows of the sentences still searched
             if self.shortlist is None:
-                logits, state, weights = self.model.decode_step(tokens, state, context, kernels)
-                return tf.nn.log_softmax(logits + banned), state, weights
+                logits, state, weights, *query = self.model.decode_step(
+                    tokens, state, context, kernels, return_query=with_head)
+                return (tf.nn.log_softmax(logits + banned), state, weights, *query)
             memory, sentence_banned = context
-            logits, state, weights = self.model.decode_step(
-                tf.gather(vocab, tokens), state, memory, kernels)
+            logits, state, weights, *query = self.model.decode_step(
+                tf.gather(vocab, tokens), state, memory, kernels, return_query=with_head)
             # Normalised over each sentence's own list: a translation does not depend
             # on the sentences batched with it.
             shape = tf.shape(sentence_banned)
             by_sentence = tf.reshape(logits, [shape[0], -1, shape[1]]) + sentence_banned[:, None]
-            return tf.nn.log_softmax(tf.reshape(by_sentence, tf.shape(logits))), state, weights
+            log_probs = tf.nn.log_softmax(tf.reshape(by_sentence, tf.shape(logits)))
+            return (log_probs, state, weights, *query)
 
         source_lengths = tf.reduce_sum(tf.cast(memory.mask, tf.int32), axis=1)  # (batch,)
         max_lengths = tf.cast(
@@ -168,22 +166,34 @@ class TranslationModule(tf.Module):
             source_lengths=source_lengths, bos_id=BOS_ID, eos_id=EOS_ID,
             length_penalty=options["length_penalty"],
             coverage_penalty=options["coverage_penalty"], n_best=options["n_best"],
-            context=context, head_fn=head_fn if self.has_head else None,
+            context=context, step_queries=with_head,
         )
-        if self.shortlist is None:
-            return result
-        # Padding positions hold 0, which is PAD's position too.
-        return result._replace(tokens=tf.gather(vocab, result.tokens))
+        if self.shortlist is not None:
+            # Padding positions hold 0, which is PAD's position too.
+            result = result._replace(tokens=tf.gather(vocab, result.tokens))
+        head = self._head_rows(result, memory) if with_head else None
+        return result, head
+
+    def _head_rows(self, result, memory):
+        """The alignment head's rows `(batch, N, T, S)` of the hypotheses found, from the
+        states search kept for their pieces: one batched product after the search."""
+        shape = tf.shape(result.tokens)  # (B, N, T)
+        queries = tf.reshape(result.queries, [shape[0], -1, tf.shape(result.queries)[3]])
+        tokens = tf.reshape(result.tokens, [shape[0], -1])  # (B, N*T)
+        rows = self.model.decoder.head_weights(queries, tokens, memory)  # (B, N*T, S)
+        rows = tf.reshape(rows, tf.concat([shape, tf.shape(rows)[2:]], 0))  # (B, N, T, S)
+        in_target = tf.sequence_mask(result.lengths, shape[2])[..., None]  # (B, N, T, 1)
+        return tf.where(in_target, rows, 0.0)
 
     def _translate(self, sentences, options):
         """All outputs with an n-best axis N: `(batch, N, ...)`."""
         source = self._encode_sources(sentences)  # (batch, S)
-        result = self._search(source, options)
+        result, head = self._search(source, options)
         batch, n_best = tf.shape(result.tokens)[0], tf.shape(result.tokens)[1]
         flat = lambda t: tf.reshape(t, tf.concat([[-1], tf.shape(t)[2:]], 0))  # noqa: E731
         tokens, lengths = flat(result.tokens), flat(result.lengths)  # (B*N, T), (B*N,)
         sources = tf.repeat(sentences, n_best)
-        head = result.head if self.has_head else result.attention
+        head = result.attention if head is None else head
         out = alignment.signature_outputs(
             self.source_tokenizer, self.target_tokenizer, sources,
             tf.repeat(source, n_best, axis=0), tokens, lengths, flat(head),

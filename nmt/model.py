@@ -251,12 +251,14 @@ class Seq2Seq(keras.Model):
     def initial_state(self, memory: Memory) -> dict:
         return self.decoder.initial_state(memory)
 
-    def decode_step(self, previous_tokens, state, memory: Memory, kernels=None):
+    def decode_step(self, previous_tokens, state, memory: Memory, kernels=None,
+                    return_query: bool = False):
         """One search step: `(previous token (rows,), state)` ->
         `(logits (rows, V), state, attention (rows, S))`; `rows` is a multiple of
-        the memory's batch (K beams per sentence). `kernels`: see
-        `AttentionDecoder.step`."""
-        return self.decoder.step(previous_tokens, state, memory, training=False, kernels=kernels)
+        the memory's batch (K beams per sentence). `kernels` and `return_query`:
+        see `AttentionDecoder.step`."""
+        return self.decoder.step(previous_tokens, state, memory, training=False, kernels=kernels,
+                                 return_query=return_query)
 
     def build_for(self, batch: int = 2, source_length: int = 3, target_length: int = 3) -> None:
         """Creates every weight by running the model once on dummy ids."""

@@ -36,13 +36,13 @@ are written to a TensorArray, and every hypothesis carries, for each of its
 steps, the index of the beam whose row it produced. Only these small int
 histories are reordered per step; the attention itself is gathered once.
 
-An alignment head (`head_fn`) aligns a piece after reading it: its row
-depends on the piece chosen, so it runs once per step on the 2K expansions
-kept (`head_fn(pieces, state, parent_rows, context)`, the state being the
-step's new state before reordering), and a hypothesis carries the index of
-the expansion that made each of its pieces. Every piece gets its row in the
-step that chose it, the last piece of a hypothesis cut at its length limit
-included.
+With `step_queries=True` the step function returns a fourth value, a vector
+per row `(rows, D)` (the decoder state that predicted the row's next piece,
+which an alignment head reads), carried exactly like the attention rows:
+`SearchResult.queries` holds, for every piece of every hypothesis, the
+vector of the step that chose it, the last piece of a hypothesis cut at its
+length limit included. The head's rows are then computed once, after the
+loop, for the hypotheses returned.
 
 Everything is stock TensorFlow inside one `tf.while_loop`, so the search
 traces into a SavedModel with dynamic batch size, beam size and lengths.
@@ -59,7 +59,6 @@ from nmt.types import DecodeOptions
 
 Nested = Any
 StepFn = Callable[[tf.Tensor, Nested, Nested], tuple[tf.Tensor, Nested, tf.Tensor]]
-HeadFn = Callable[[tf.Tensor, Nested, tf.Tensor, Nested], tf.Tensor]
 IntLike = int | tf.Tensor
 FloatLike = float | tf.Tensor
 
@@ -87,8 +86,8 @@ class SearchResult(NamedTuple):
         attention: float32 `(batch, n_best, T, S)`, the attention row of every
             step of the hypothesis; 0 beyond its length and at padding
             source positions.
-        head: like `attention`, the alignment head's row of every piece;
-            None without a `head_fn`.
+        queries: `(batch, n_best, T, D)`, the step vector of every piece
+            (0 beyond the hypothesis' length); None without `step_queries`.
     """
 
     tokens: tf.Tensor
@@ -96,7 +95,7 @@ class SearchResult(NamedTuple):
     scores: tf.Tensor
     log_probs: tf.Tensor
     attention: tf.Tensor
-    head: tf.Tensor | None = None
+    queries: tf.Tensor | None = None
 
 
 class _Config(NamedTuple):
@@ -126,17 +125,15 @@ class _Beams(NamedTuple):
     alive_log_probs: tf.Tensor  # (A, K), -inf for dead beams
     alive_tokens: tf.Tensor  # (A, K, L)
     alive_rows: tf.Tensor  # (A, K, L) beam whose attention row each step used
-    alive_heads: tf.Tensor  # (A, K, L) expansion whose head row each piece has
     coverage: tf.Tensor  # (A*K, S) attention summed over past steps
     finished_tokens: tf.Tensor  # (A, K, L)
     finished_rows: tf.Tensor  # (A, K, L)
-    finished_heads: tf.Tensor  # (A, K, L)
     finished_scores: tf.Tensor  # (A, K), sorted, -inf for empty slots
     finished_log_probs: tf.Tensor  # (A, K)
     finished_lengths: tf.Tensor  # (A, K)
     results: dict  # the finished_* fields of all B sentences, filled as sentences leave
     attention: tf.TensorArray  # T x (B*K, S), zero rows for sentences that left
-    head_attention: tf.TensorArray | tuple  # T x (B*C, S); () without a head
+    queries: tf.TensorArray | tuple  # T x (B*K, D) like attention; () without step queries
     model_state: Nested  # leaves (A*K, ...), reordered along the beams every step
     context: Nested  # leaves (A, ...), per-sentence constants
 
@@ -149,7 +146,6 @@ class _Candidates(NamedTuple):
     tokens: tf.Tensor  # (B, C)
     history: tf.Tensor  # (B, C, L)
     rows: tf.Tensor  # (B, C, L)
-    heads: tf.Tensor  # (B, C, L)
     coverage_penalty: tf.Tensor  # (B, C)
 
 
@@ -277,7 +273,7 @@ def _check_sizes(beam_size: IntLike, n_best: IntLike) -> list[tf.Operation]:
 
 def _initial_beams(
     cfg: _Config, bos_id: IntLike, limit: tf.Tensor, max_lengths: tf.Tensor,
-    source_lengths: tf.Tensor, model_state: Nested, context: Nested, with_head: bool,
+    source_lengths: tf.Tensor, model_state: Nested, context: Nested, step_queries: bool,
 ) -> _Beams:
     """Sentence starts: only beam 0 is alive, so the first step has no duplicates."""
     k, batch_size = cfg.beam_size, cfg.batch_size
@@ -293,20 +289,18 @@ def _initial_beams(
         alive_log_probs=tf.tile(first[None, :], [batch_size, 1]),
         alive_tokens=history,
         alive_rows=history,
-        alive_heads=history,
         # Zero-width until the first step reveals S (see _accumulate_coverage).
         coverage=tf.zeros([batch_size * k, 0]),
         finished_tokens=history,
         finished_rows=history,
-        finished_heads=history,
         finished_scores=empty,
         finished_log_probs=empty,
         finished_lengths=tf.zeros([batch_size, k], tf.int32),
         results={"finished_tokens": history, "finished_rows": history,
-                 "finished_heads": history, "finished_scores": empty, "finished_log_probs": empty,
+                 "finished_scores": empty, "finished_log_probs": empty,
                  "finished_lengths": tf.zeros([batch_size, k], tf.int32)},
         attention=tf.TensorArray(tf.float32, size=0, dynamic_size=True),
-        head_attention=tf.TensorArray(tf.float32, size=0, dynamic_size=True) if with_head else (),
+        queries=tf.TensorArray(tf.float32, size=0, dynamic_size=True) if step_queries else (),
         model_state=model_state,
         context=context,
     )
@@ -325,14 +319,12 @@ def _expand(cfg: _Config, beams: _Beams, log_probs: tf.Tensor, coverage: tf.Tens
     values, parents, tokens = top_k_expansions(log_probs, beams.alive_log_probs, n_candidates)
     source_mask = tf.sequence_mask(beams.source_lengths, tf.shape(coverage)[1])  # (A, S)
     penalty = gnmt_coverage_penalty(unflatten_beams(coverage, k), source_mask[:, None], cfg.beta)
-    expansion = tf.zeros_like(tokens) + tf.range(tf.shape(tokens)[1])[None, :]  # (A, C)
     return _Candidates(
         log_probs=values,
         parents=parents,
         tokens=tokens,
         history=_write_column(gather_beams(beams.alive_tokens, parents), tokens, beams.step),
         rows=_write_column(gather_beams(beams.alive_rows, parents), parents, beams.step),
-        heads=_write_column(gather_beams(beams.alive_heads, parents), expansion, beams.step),
         coverage_penalty=gather_beams(penalty, parents),  # (B, C)
     )
 
@@ -344,7 +336,7 @@ def _ending(cfg: _Config, beams: _Beams, cands: _Candidates) -> tf.Tensor:
 
 
 _FINISHED = ("finished_scores", "finished_log_probs", "finished_lengths", "finished_tokens",
-             "finished_rows", "finished_heads")
+             "finished_rows")
 
 
 def _merge_finished(
@@ -369,7 +361,6 @@ def _merge_finished(
         "finished_lengths": pick("finished_lengths", lengths),
         "finished_tokens": pick("finished_tokens", cands.history),
         "finished_rows": pick("finished_rows", cands.rows),
-        "finished_heads": pick("finished_heads", cands.heads),
     }
 
 
@@ -393,7 +384,7 @@ def _sentence_rows(sentences: tf.Tensor, beam_size: tf.Tensor) -> tf.Tensor:
 
 
 _BY_SENTENCE = ("sentences", "max_lengths", "source_lengths", "alive_log_probs", "alive_tokens",
-                "alive_rows", "alive_heads", *_FINISHED)
+                "alive_rows", *_FINISHED)
 _BY_ROW = ("last_tokens", "coverage", "model_state")
 
 
@@ -429,23 +420,10 @@ def _drop_ended(cfg: _Config, beams: _Beams) -> _Beams:
     return beams._replace(**tf.cond(tf.reduce_all(searched), unchanged, drop))
 
 
-def _head_rows(head_fn: HeadFn, cfg: _Config, beams: _Beams, cands: _Candidates,
-               model_state: Nested, width: tf.Tensor) -> tf.TensorArray:
-    """Writes the head rows of this step's 2K expansions, `(B*C, S)`, into the array."""
-    n_candidates = tf.shape(cands.tokens)[1]
-    parent_rows = flat_beam_indices(cands.parents, cfg.beam_size)  # (A*C,)
-    rows = head_fn(tf.reshape(cands.tokens, [-1]), model_state, parent_rows, beams.context)
-    at = _sentence_rows(beams.sentences, n_candidates)[:, None]  # (A*C, 1) in the batch
-    shape = tf.stack([cfg.batch_size * n_candidates, width])
-    return beams.head_attention.write(beams.step, tf.scatter_nd(at, tf.cast(rows, tf.float32),
-                                                                shape))
-
-
-def _search_step(step_fn: StepFn, cfg: _Config, beams: _Beams,
-                 head_fn: HeadFn | None = None) -> _Beams:
+def _search_step(step_fn: StepFn, cfg: _Config, beams: _Beams) -> _Beams:
     """One decoder step for every searched beam, then re-selection of alive and finished."""
-    log_probs, model_state, attention = step_fn(beams.last_tokens, beams.model_state,
-                                                beams.context)
+    log_probs, model_state, attention, *query = step_fn(beams.last_tokens, beams.model_state,
+                                                       beams.context)
     log_probs = tf.cast(log_probs, tf.float32)  # (A*K, V)
     attention = tf.cast(attention, tf.float32)  # (A*K, S)
     coverage = _accumulate_coverage(beams.coverage, attention)  # (A*K, S)
@@ -457,16 +435,17 @@ def _search_step(step_fn: StepFn, cfg: _Config, beams: _Beams,
     alive_tokens = gather_beams(cands.tokens, keep)  # (A, K)
     rows = _sentence_rows(beams.sentences, cfg.beam_size)[:, None]  # (A*K, 1) in the batch
     all_rows = tf.stack([cfg.batch_size * cfg.beam_size, tf.shape(attention)[1]])
-    if head_fn is not None:
-        beams = beams._replace(head_attention=_head_rows(
-            head_fn, cfg, beams, cands, model_state, tf.shape(attention)[1]))
+    if query:  # (A*K, D), kept like the attention rows
+        query = tf.cast(query[0], tf.float32)
+        shape = tf.stack([cfg.batch_size * cfg.beam_size, tf.shape(query)[1]])
+        beams = beams._replace(
+            queries=beams.queries.write(beams.step, tf.scatter_nd(rows, query, shape)))
     beams = beams._replace(
         step=beams.step + 1,
         last_tokens=tf.reshape(alive_tokens, [-1]),
         alive_log_probs=alive_log_probs,
         alive_tokens=gather_beams(cands.history, keep),
         alive_rows=gather_beams(cands.rows, keep),
-        alive_heads=gather_beams(cands.heads, keep),
         coverage=tf.gather(coverage, parents),
         attention=beams.attention.write(beams.step, tf.scatter_nd(rows, attention, all_rows)),
         model_state=tf.nest.map_structure(lambda s: tf.gather(s, parents), model_state),
@@ -489,12 +468,11 @@ def _shape_invariants(beams: _Beams) -> _Beams:
     fields = {
         name: relaxed(value)
         for name, value in beams._asdict().items()
-        if name not in ("step", "attention", "head_attention", "model_state", "context",
-                        "results")
+        if name not in ("step", "attention", "queries", "model_state", "context", "results")
     }
-    head_attention = None if isinstance(beams.head_attention, tf.TensorArray) else ()
     return _Beams(
-        step=tf.TensorShape([]), attention=None, head_attention=head_attention,
+        step=tf.TensorShape([]), attention=None,
+        queries=None if isinstance(beams.queries, tf.TensorArray) else (),
         results={name: relaxed(value) for name, value in beams.results.items()},
         model_state=tf.nest.map_structure(batch_relaxed, beams.model_state),
         context=tf.nest.map_structure(batch_relaxed, beams.context),
@@ -508,40 +486,33 @@ def _finalize(beams: _Beams, n_best: tf.Tensor, source_lengths: tf.Tensor) -> Se
     beams = beams._replace(**_store_results(beams, tf.ones_like(beams.sentences, tf.bool)))
     steps = beams.step
     batch, beam_size = tf.shape(beams.finished_scores)[0], tf.shape(beams.finished_scores)[1]
-    stacked = beams.attention.stack()  # (T, B*K, S)
-    width = tf.shape(stacked)[2]
-    stacked = tf.reshape(stacked, [steps, batch, beam_size, width])
-    stacked = tf.transpose(stacked, [1, 0, 2, 3])  # (B, T, K, S)
-    attention = _hypothesis_rows(stacked, beams.finished_rows[:, :n_best, :steps])
-    head = None
-    if isinstance(beams.head_attention, tf.TensorArray):
-        stacked = beams.head_attention.stack()  # (T, B*C, S)
-        stacked = tf.reshape(stacked, [steps, batch, -1, width])
-        head = _hypothesis_rows(tf.transpose(stacked, [1, 0, 2, 3]),  # (B, T, C, S)
-                                beams.finished_heads[:, :n_best, :steps])
+    rows = tf.transpose(beams.finished_rows[:, :n_best, :steps], [0, 2, 1])  # (B, T, N)
+
+    def per_hypothesis(array: tf.TensorArray) -> tf.Tensor:
+        """`T x (B*K, W)` step rows -> `(B, N, T, W)`, each hypothesis' own."""
+        stacked = array.stack()  # (T, B*K, W)
+        stacked = tf.reshape(stacked, [steps, batch, beam_size, tf.shape(stacked)[2]])
+        stacked = tf.transpose(stacked, [1, 0, 2, 3])  # (B, T, K, W)
+        picked = tf.gather(stacked, rows, axis=2, batch_dims=2)  # (B, T, N, W)
+        return tf.transpose(picked, [0, 2, 1, 3])  # (B, N, T, W)
+
+    attention = per_hypothesis(beams.attention)
+    width = tf.shape(attention)[3]
 
     scores = beams.finished_scores[:, :n_best]  # (B, N)
     valid = scores > _NEG_INF  # empty slots when fewer than n_best hypotheses exist
     lengths = tf.where(valid, beams.finished_lengths[:, :n_best], 0)  # (B, N)
     in_target = tf.sequence_mask(lengths, steps)  # (B, N, T)
     in_source = tf.sequence_mask(source_lengths, width)[:, None, None, :]  # (B, 1, 1, S)
-    if head is not None:
-        head = tf.where(in_target[..., None] & in_source, head, 0.0)
     return SearchResult(
         tokens=tf.where(in_target, beams.finished_tokens[:, :n_best, :steps], 0),
         lengths=lengths,
         scores=scores,
         log_probs=tf.where(valid, beams.finished_log_probs[:, :n_best], _NEG_INF),
         attention=tf.where(in_target[..., None] & in_source, attention, 0.0),
-        head=head,
+        queries=(tf.where(in_target[..., None], per_hypothesis(beams.queries), 0.0)
+                 if isinstance(beams.queries, tf.TensorArray) else None),
     )
-
-
-def _hypothesis_rows(stacked: tf.Tensor, indices: tf.Tensor) -> tf.Tensor:
-    """Rows of each hypothesis' steps: `(B, T, R, S)` by `(B, N, T)` -> `(B, N, T, S)`."""
-    rows = tf.transpose(indices, [0, 2, 1])  # (B, T, N)
-    picked = tf.gather(stacked, rows, axis=2, batch_dims=2)  # (B, T, N, S)
-    return tf.transpose(picked, [0, 2, 1, 3])
 
 
 def beam_search(
@@ -558,7 +529,7 @@ def beam_search(
     coverage_penalty: FloatLike = _DEFAULTS.coverage_penalty,
     n_best: int | tf.Tensor = _DEFAULTS.n_best,
     context: Nested = (),
-    head_fn: HeadFn | None = None,
+    step_queries: bool = False,
 ) -> SearchResult:
     """Finds the `n_best` highest-scoring translations of every sentence.
 
@@ -582,10 +553,8 @@ def beam_search(
         context: nested tensors, each `(batch, ...)`, one row per sentence,
             that the step function reads but does not change (encoder
             memory); the step gets the rows of the sentences still searched.
-        head_fn: `(pieces (R,), state, parent_rows (R,), context) -> (R, S)`,
-            the alignment-head rows of R expansions (a multiple of the
-            sentences searched): `state` is the step's new state, not yet
-            reordered, and `parent_rows` index its rows; None for no head.
+        step_queries: the step function returns a fourth value, `(rows, D)`,
+            kept for every piece (`SearchResult.queries`).
 
     Returns:
         A `SearchResult`; T is the number of steps run, at most
@@ -606,8 +575,7 @@ def beam_search(
     # max(..., 1) keeps an empty batch to a single (empty) step.
     limit = tf.maximum(tf.reduce_max(max_lengths), 1)
     beams = _initial_beams(
-        cfg, bos_id, limit, max_lengths, source_lengths, initial_state, context,
-        head_fn is not None,
+        cfg, bos_id, limit, max_lengths, source_lengths, initial_state, context, step_queries
     )
 
     def keep_going(beams: _Beams) -> tf.Tensor:
@@ -617,7 +585,7 @@ def beam_search(
 
     (beams,) = tf.while_loop(
         keep_going,
-        lambda beams: (_search_step(step_fn, cfg, beams, head_fn),),
+        lambda beams: (_search_step(step_fn, cfg, beams),),
         (beams,),
         shape_invariants=(_shape_invariants(beams),),
         maximum_iterations=limit,

@@ -1,7 +1,7 @@
 """Writes `MODEL_CARD.md` for an exported model from the files that measured it.
 
     python -m training.model_card --run runs/en-fr --evaluation evaluation.json \
-        --export models/en-fr/4 --out models/en-fr/MODEL_CARD.md \
+        --export models/en-fr/5 --out models/en-fr/MODEL_CARD.md \
         [--other 'NAME=nmt-evaluate.json' ...]
 
 Every figure and fact about the run in the card (pairs, steps, time, machine,
@@ -21,14 +21,15 @@ from nmt.constants import METADATA_PATH
 
 ATTRIBUTION = "Sentence pairs from www.manythings.org/anki and tatoeba.org (CC-BY 2.0 FR)"
 
-def _export_options(average: int, precision: str) -> str:
+def _export_options(average: int, precision: str, links: str = "argmax") -> str:
     options = f" --average {average}" if average else ""
-    return options + (f" --precision {precision}" if precision != "float32" else "")
+    options += f" --precision {precision}" if precision != "float32" else ""
+    return options + (f" --links {links}" if links != "argmax" else "")
 
 
 def reproduce(version: str, average: int = 0, precision: str = "float32",
               shortlist: dict | None = None, start: dict | None = None,
-              run_name: str = "en-fr") -> tuple[str, ...]:
+              run_name: str = "en-fr", links: str = "argmax") -> tuple[str, ...]:
     """The commands that produce export `version` and its scores (from the repo root,
     with the data under $NMT_DATA_DIR, by default ../shared/data beside the checkout).
 
@@ -36,6 +37,7 @@ def reproduce(version: str, average: int = 0, precision: str = "float32",
         start: the `starting_model` record of a run that started from an export
             (a frozen alignment head): its export is reproduced first.
         run_name: the run's config name (`training/configs/<run_name>.yaml`).
+        links: the export's word-link rule.
     """
     export = f"models/en-fr/{version}"
     data = "../shared/data"
@@ -59,7 +61,7 @@ def reproduce(version: str, average: int = 0, precision: str = "float32",
         "pip install '.[align]'   # eflomal, for the guided-alignment links (training only)",
         *training,
         f"nmt export --run {run} --out models/en-fr --version {version}"
-        f"{_export_options(average, precision)} \\\n"
+        f"{_export_options(average, precision, links)} \\\n"
         f"{listing}"
         "    --metadata training/configs/en-fr.metadata.json",
         f"nmt evaluate --model models/en-fr --test {data}/anki-fra-eng/test.tsv \\\n"
@@ -146,11 +148,19 @@ def _head(summary: dict, model: dict, minutes: float) -> list[str]:
             f"{start.get('version', '?')} itself: {base.get('steps', 0):,} steps "
             f"({base.get('epochs_completed', 0)} full epochs), "
             f"{base.get('train_seconds', 0) / 60:.0f} minutes on {_machine(base)}; "
-            + _guidance(base)[2:].rstrip(".") + "; "
-            + _weights(start)[2:].rstrip(".").replace("Exported weights", "exported weights")
-            + "."
+            + _lower(_guidance(base)[2:].rstrip(".")) + "; "
+            + _lower(_weights(start)[2:].rstrip(".")) + "."
         )
     return lines
+
+
+def _lower(text: str) -> str:
+    """A sentence continued after a semicolon."""
+    return text[:1].lower() + text[1:]
+
+
+def _frozen_head(summary: dict) -> bool:
+    return (summary.get("alignment_head") or {}).get("train") == "frozen"
 
 
 def _weights(metadata: dict) -> str:
@@ -201,7 +211,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
     alignment = evaluation.get("alignment", {})
     minutes = summary["train_seconds"] / 60
     lines = [
-        f"# Model card: {summary['name']} (version {export.name})",
+        f"# Model card: {metadata.get('name', summary['name'])} (version {export.name})",
         "",
         "English→French attentional RNN translation model, exported as a TensorFlow "
         "SavedModel (text in; translation, tokens, scores and alignments out).",
@@ -262,7 +272,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         f"{minutes:.0f} minutes of wall clock on {_machine(summary)}, "
         f"TensorFlow {summary['tensorflow']}, Python {summary['python']}."
         + (f" {note}" if note else ""),
-        _guidance(summary),
+        *([] if _frozen_head(summary) else [_guidance(summary)]),  # the head's line says it
         *_head(summary, model, minutes),
         _weights(metadata),
         "- Reproduce:",
@@ -270,7 +280,8 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "```sh",
         *reproduce(export.name, len(metadata.get("averaged_checkpoints") or ()),
                    metadata.get("precision", "float32"), metadata.get("shortlist"),
-                   summary.get("starting_model"), summary["name"]),
+                   summary.get("starting_model"), summary["name"],
+                   metadata.get("word_links", "argmax")),
         "```",
         "",
         f"- Config (`training/configs/{summary['name']}.yaml`, as the run saved it; paths "

@@ -175,7 +175,7 @@ def starting_module(path: str | Path) -> TranslationModule:
         return module_from_run(path)
     raise FileNotFoundError(
         f"alignment_head.init_from={str(path)!r} is neither an exported model version "
-        "(a directory with saved_model.pb, e.g. models/en-fr/4) nor a training run "
+        "(a directory with saved_model.pb, e.g. models/en-fr/5) nor a training run "
         "(a directory with config.yaml)"
     )
 
@@ -184,9 +184,14 @@ def starting_module(path: str | Path) -> TranslationModule:
 _STARTING_FACTS = ("name", "training", "averaged_checkpoints", "precision", "scores")
 
 
-def starting_record(metadata: dict, path: str | Path) -> dict:
-    """The facts of a starting model's metadata that a run keeps in its summary."""
+def starting_record(path: str | Path, metadata: dict) -> dict:
+    """The facts of a starting model that a run keeps in its summary: an export's own
+    metadata file (as exported, e.g. its precision), or `metadata` of a run."""
     path = Path(path)
+    if (path / "saved_model.pb").exists():
+        from nmt.export import read_metadata
+
+        metadata = read_metadata(path)
     record = {key: _plain(metadata[key]) for key in _STARTING_FACTS if key in metadata}
     if path.name.isdigit():
         record["version"] = int(path.name)
@@ -257,7 +262,7 @@ class Trainer:
                 start = starting_module(self.head.init_from)
                 copied = copy_weights(start.model, self.model)
                 log.info("started from %s (%d weights)", self.head.init_from, copied)
-                self.starting_model = starting_record(start.metadata, self.head.init_from)
+                self.starting_model = starting_record(self.head.init_from, start.metadata)
             self.trained_variables = (
                 self.model.decoder.alignment_head.trainable_variables if self.head.frozen
                 else self.model.trainable_variables)

@@ -18,8 +18,15 @@ def test_translates_an_everyday_sentence_with_its_alignment(translator):
     [result] = translator.translate(["The cat is black."])
     assert "chat" in result.text and "noir" in result.text, result.text
     assert result.alignment.shape == (len(result.target_tokens), len(result.source_tokens))
+    assert result.best.attention.shape == result.alignment.shape
     words = result.text.split()
-    assert {t for _, t in result.word_alignment} == set(range(len(words)))
+    # The exported rule (intersect) may leave a word unaligned; argmax links every word.
+    assert {t for _, t in result.word_alignment} <= set(range(len(words)))
+    source = "The cat is black.".split()
+    linked = {words[t]: source[s] for s, t in result.word_alignment}
+    assert linked == {"Le": "The", "chat": "cat", "est": "is", "noir.": "black."}, linked
+    [argmax] = translator.translate(["The cat is black."], links="argmax")
+    assert {t for _, t in argmax.word_alignment} == set(range(len(words)))
 
 
 def test_metadata_carries_attribution_and_scores(translator):
@@ -27,10 +34,14 @@ def test_metadata_carries_attribution_and_scores(translator):
     assert "manythings.org/anki" in metadata["attribution"]
     assert metadata["scores"]["test_bleu"] >= 45.0
     assert metadata["scores"]["alibi_aer"] <= 0.5
-    assert translator.info.version == 4
-    assert translator.info.attention == "luong-general"
+    assert metadata["scores"]["alibi_aer"] <= 0.3
+    assert translator.info.version == 5
+    assert translator.info.attention == "luong-general+head-general-both"
+    assert (translator.info.alignment, translator.info.word_links) == (
+        "alignment_head", "intersect")
     assert metadata["precision"] == "bfloat16"
-    assert len(metadata["averaged_checkpoints"]) == 4
+    assert len(metadata["averaged_checkpoints"]) == 2
+    assert metadata["training"]["starting_model"]["version"] == 4
 
 
 def test_dev_bleu_has_not_regressed(shared_data):

@@ -3,18 +3,27 @@
 `tests/fixtures/shipped_translations.json` holds the shipped model's best
 translation, score and word links for each sentence of
 `tests/fixtures/regression_sentences.en` (short, long, odd and out-of-domain
-lines), greedy and beam 5, with the default options. A change to the search,
-the export or the serving path that alters any of them fails here. When a new
-model version ships, its translations are the new reference:
+lines), greedy and beam 5, with the default options, from the model's weights
+exported in float32. A change to the search, the export or the serving path
+that alters them fails here. When a new model version ships, its translations
+are the new reference:
 
     python tests/models/test_shipped_translations.py --write
+
+Why float32, and what is tolerated. The shipped export multiplies matrices in
+bfloat16, whose kernels differ between CPUs (AMX, AVX512-BF16, emulation), so
+its scores move by a few hundredths from one machine to another and a long
+noisy line can come out with another word. float32 products differ between
+CPUs only in rounding: scores must match to `SCORE_TOLERANCE`. A line may still
+flip between two hypotheses whose scores are within `TIE_MARGIN` of each other
+(a near-tie, seen on the noisiest lines), at most `MAX_TIE_FLIPS` lines per
+beam; a real change to the model or the search moves more than that.
 """
 
 import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,6 +31,21 @@ FIXTURES = REPO / "tests" / "fixtures"
 SENTENCES = FIXTURES / "regression_sentences.en"
 EXPECTED = FIXTURES / "shipped_translations.json"
 BEAMS = (1, 5)
+SCORE_TOLERANCE = 2e-3
+TIE_MARGIN = 0.05
+MAX_TIE_FLIPS = 2
+
+
+def float32_translator(directory: Path):
+    """The shipped model's weights exported in float32 into `directory`, loaded."""
+    from nmt.export import export_saved_model, module_from_export
+    from nmt.options import DEFAULT_MODEL_DIR
+    from nmt.paths import resolve_version_dir
+    from nmt.translator import Translator
+
+    shipped = resolve_version_dir(REPO / DEFAULT_MODEL_DIR)
+    module = module_from_export(shipped, "float32")
+    return Translator.load(export_saved_model(module, directory, int(shipped.name)))
 
 
 def translate_all(translator) -> dict:
@@ -37,12 +61,27 @@ def translate_all(translator) -> dict:
     return out
 
 
-@pytest.fixture(scope="module")
-def translations():
-    from nmt.options import DEFAULT_MODEL_DIR
-    from nmt.translator import Translator
+def differences(got: list[dict], want: list[dict]) -> tuple[list[int], list[str]]:
+    """`(near-tie flips, failures)` between two runs over the regression sentences."""
+    flips, failures = [], []
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        gap = abs(g["score"] - w["score"])
+        if g["text"] == w["text"] and g["word_alignment"] == w["word_alignment"]:
+            if gap > SCORE_TOLERANCE:
+                failures.append(f"line {i}: score {g['score']} instead of {w['score']}")
+        elif gap <= TIE_MARGIN:
+            flips.append(i)
+        else:
+            failures.append(f"line {i}: {g['text']!r} ({g['score']}) instead of "
+                            f"{w['text']!r} ({w['score']})")
+    if len(flips) > MAX_TIE_FLIPS:
+        failures.append(f"{len(flips)} lines changed between near-tied hypotheses: {flips}")
+    return flips, failures
 
-    return translate_all(Translator.load(REPO / DEFAULT_MODEL_DIR))
+
+@pytest.fixture(scope="module")
+def translations(tmp_path_factory):
+    return translate_all(float32_translator(tmp_path_factory.mktemp("float32")))
 
 
 @pytest.mark.parametrize("beam", BEAMS)
@@ -51,19 +90,33 @@ def test_translations_of_the_shipped_model_are_unchanged(translations, beam):
     assert translations["model_version"] == expected["model_version"], (
         "the shipped model changed: regenerate the reference with "
         "`python tests/models/test_shipped_translations.py --write`")
-    got, want = translations[f"beam_{beam}"], expected[f"beam_{beam}"]
-    assert [g["text"] for g in got] == [w["text"] for w in want]
-    assert [g["word_alignment"] for g in got] == [w["word_alignment"] for w in want]
-    np.testing.assert_allclose([g["score"] for g in got], [w["score"] for w in want], atol=2e-3)
+    _, failures = differences(translations[f"beam_{beam}"], expected[f"beam_{beam}"])
+    assert not failures, "\n".join(failures)
+
+
+def test_the_comparison_tolerates_near_ties_only():
+    want = [{"text": f"t{i}", "score": -1.0, "word_alignment": [[0, 0]]} for i in range(5)]
+    same = [dict(w) for w in want]
+    assert differences(same, want) == ([], [])
+    noisy = [dict(w, score=-1.001) for w in want]
+    assert differences(noisy, want) == ([], [])
+    tie = [dict(want[0], text="other", score=-1.03), *want[1:]]
+    assert differences(tie, want) == ([0], [])
+    real = [dict(want[0], text="other", score=-1.5), *want[1:]]
+    assert "line 0" in differences(real, want)[1][0]
+    many = [dict(w, text="other", score=-1.01) for w in want]
+    assert "5 lines changed" in differences(many, want)[1][0]
+    drift = [dict(want[0], score=-1.01), *want[1:]]
+    assert "score -1.01 instead of -1.0" in differences(drift, want)[1][0]
 
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
         raise SystemExit(__doc__)
     sys.path.insert(0, str(REPO))
-    from nmt.options import DEFAULT_MODEL_DIR
-    from nmt.translator import Translator
+    import tempfile
 
-    result = translate_all(Translator.load(REPO / DEFAULT_MODEL_DIR))
+    with tempfile.TemporaryDirectory() as directory:
+        result = translate_all(float32_translator(Path(directory)))
     EXPECTED.write_text(json.dumps(result, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {EXPECTED} (model version {result['model_version']})")
+    print(f"wrote {EXPECTED} (model version {result['model_version']}, float32)")

@@ -430,14 +430,14 @@ def test_each_sentence_searches_only_its_own_shortlist(module):
     listed = module.with_shortlist(shortlist)
     source = listed._encode_sources(tf.constant(BATCHES["mixed"]))
     options = {**DEFAULT_OPTIONS, "beam_size": 3, "n_best": 3}
-    result = listed._search(source, options)
+    result, _ = listed._search(source, options)
     for sentence, tokens in zip(source.numpy(), result.tokens.numpy(), strict=True):
         words = sentence[sentence != PAD_ID]
         own = {*shortlist.frequent, *shortlist.translations[words].ravel(), EOS_ID}
         produced = set(tokens.ravel()) - {PAD_ID}
         assert produced and produced <= own
     # Without the list the untrained model uses other words.
-    full = module._search(source, options)
+    full, _ = module._search(source, options)
     allowed = set(batch_vocabulary(sentence_vocabularies(
         tf.constant(shortlist.frequent), tf.constant(shortlist.translations), source,
         module.model.config.target_vocab_size)).numpy())

@@ -432,11 +432,14 @@ def test_head_rows_of_search_steps_equal_teacher_forcing(decoder, head, cell):
     state = model.initial_state(memory)
     rows = []
     for t in range(TARGET_IN.shape[1]):
+        *_, query = model.decode_step(tf.constant(TARGET_IN[:, t]), state, memory,
+                                      return_query=True)
         _, state, _ = model.decode_step(tf.constant(TARGET_IN[:, t]), state, memory)
-        # The piece this step predicts is read with the state that predicted it.
-        rows.append(model.decoder.head_step(tf.constant(TARGET_OUT[:, t]),
-                                            state["head_query"], memory))
-    stepped = np.stack(rows, axis=1)  # (B, T, S)
+        rows.append(query)
+    # The piece each step predicts is read with the state that predicted it, as search
+    # keeps it: the rows equal teacher forcing's.
+    stepped = model.decoder.head_weights(tf.stack(rows, axis=1), tf.constant(TARGET_OUT),
+                                         memory).numpy()  # (B, T, S)
     real = TARGET_OUT != 0
     np.testing.assert_allclose(stepped[real], forced["head"].numpy()[real], atol=1e-5)
     head = forced["head"].numpy()

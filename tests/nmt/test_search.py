@@ -344,12 +344,8 @@ def test_dynamic_shapes_and_sizes_inside_tf_function():
             log_probs, h, _ = model.step_fn(tokens, h)
             tiled_memory = tf.repeat(memory, beam_size, axis=0)  # (A*K, S)
             weights = tf.nn.softmax(tiled_memory * tf.cast(h[:, None] % 5, tf.float32), axis=-1)
-            return log_probs, h, weights
-
-        def head_fn(pieces, h, parent_rows, memory):  # R = 2K rows per sentence
-            tiled = tf.repeat(memory, tf.shape(pieces)[0] // tf.shape(memory)[0], axis=0)
-            chosen = tf.cast((pieces + tf.gather(h, parent_rows)) % 3, tf.float32)
-            return tf.nn.softmax(tiled * chosen[:, None], axis=-1)  # (R, S)
+            query = tf.one_hot(h % 4, 4) * tf.cast(tokens[:, None] + 1, tf.float32)
+            return log_probs, h, weights, query
 
         return beam_search(
             step_fn,
@@ -363,7 +359,7 @@ def test_dynamic_shapes_and_sizes_inside_tf_function():
             coverage_penalty=beta,
             n_best=n_best,
             context=memory,
-            head_fn=head_fn,
+            step_queries=True,
         )
 
     rng = np.random.default_rng(0)
@@ -380,7 +376,7 @@ def test_dynamic_shapes_and_sizes_inside_tf_function():
         for name, got, want in zip(graph._fields, graph, eager, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=name)
         assert graph.tokens.shape[:2] == (batch, n_best)
-        assert graph.attention.shape[-1] == graph.head.shape[-1] == width
+        assert graph.attention.shape[-1] == width and graph.queries.shape[-1] == 4
         assert np.all(np.diff(graph.scores.numpy(), axis=1) <= 0), "n-best must be sorted"
     assert translate.experimental_get_tracing_count() == 1
 
@@ -444,61 +440,53 @@ def test_bad_sizes_raise(beam_size, n_best):
         run_letters(bigram_step(bigram_log_probs(CAT)), beam_size, n_best=n_best)
 
 
-# --------------------------------------------------------------------------- alignment head
+# --------------------------------------------------------------------------- step queries
 
-WIDTH = len(LETTERS)  # source positions of the head test: one per letter
+WIDTH = len(LETTERS)  # size of the test's step vectors: one-hot letters
 
 
-def remembering_step(log_probs: np.ndarray):
-    """Like `bigram_step`, with the step's input token as the new state."""
+def querying_step(log_probs: np.ndarray):
+    """Like `bigram_step`, also returning a one-hot of the step's input letter."""
     table = tf.constant(log_probs)
 
     def step_fn(tokens, state, context):
-        return tf.gather(table, tokens), tokens, tf.fill([tf.shape(tokens)[0], WIDTH], 1 / WIDTH)
+        attention = tf.fill([tf.shape(tokens)[0], 2], 0.5)
+        return tf.gather(table, tokens), state + 1, attention, tf.one_hot(tokens, WIDTH)
 
     return step_fn
 
 
-def letter_head(pieces, state, parent_rows, context):
-    """Half on the chosen piece, half on the piece its parent read: shows both came through."""
-    previous = tf.gather(state, parent_rows)
-    return 0.5 * tf.one_hot(pieces, WIDTH) + 0.5 * tf.one_hot(previous, WIDTH)
-
-
-def expected_head(word: str) -> np.ndarray:
+def expected_queries(word: str) -> np.ndarray:
+    """Piece t was chosen by the step that read piece t - 1 (BOS first)."""
     rows = np.zeros((len(word), WIDTH), np.float32)
-    for t, letter in enumerate(word):
-        rows[t, ID[letter]] += 0.5
-        rows[t, ID[word[t - 1]] if t else BOS] += 0.5
+    for t in range(len(word)):
+        rows[t, ID[word[t - 1]] if t else BOS] = 1.0
     return rows
 
 
-def run_with_head(rules, beam_size, **kwargs):
-    return beam_search(
-        remembering_step(bigram_log_probs(rules)),
-        tile_beams(tf.zeros([1], tf.int32), beam_size),
-        batch_size=1, beam_size=beam_size, max_lengths=tf.constant([kwargs.pop("max_length", 8)]),
-        source_lengths=tf.constant([WIDTH]), bos_id=BOS, eos_id=EOS, head_fn=letter_head,
-        **kwargs)
+def run_with_queries(rules, beam_size, max_length=8, **kwargs):
+    return run_letters(querying_step(bigram_log_probs(rules)), beam_size, max_length=max_length,
+                       step_queries=True, **kwargs)
 
 
 @pytest.mark.parametrize("beam_size", [1, 4])
-def test_head_rows_belong_to_each_piece_and_the_state_that_chose_it(beam_size):
+def test_each_piece_keeps_the_vector_of_the_step_that_chose_it(beam_size):
     rules = {**CAT, "^": {"c": 0.5, "d": 0.4}, "d": {"o": 0.8}, "o": {"g": 0.8},
              "g": {"$": 0.8}}
-    result = run_with_head(rules, beam_size, n_best=min(2, beam_size))
-    for rank in range(min(2, beam_size)):
+    n_best = min(2, beam_size)
+    result = run_with_queries(rules, beam_size, n_best=n_best)
+    for rank in range(n_best):
         word = spell(result, rank=rank)
-        head = result.head[0, rank, :len(word)].numpy()
-        np.testing.assert_allclose(head, expected_head(word), err_msg=word)
-        assert not result.head[0, rank, len(word):].numpy().any(), "rows after the end are 0"
+        queries = result.queries[0, rank].numpy()
+        np.testing.assert_allclose(queries[:len(word)], expected_queries(word), err_msg=word)
+        assert not queries[len(word):].any(), "rows after the end are 0"
 
 
-def test_the_last_piece_of_a_hypothesis_cut_at_the_limit_gets_its_row():
-    result = run_with_head(CAT, 2, max_length=3)
+def test_the_last_piece_of_a_hypothesis_cut_at_the_limit_keeps_its_vector():
+    result = run_with_queries(CAT, 2, max_length=3)
     assert spell(result) == "cat"
-    np.testing.assert_allclose(result.head[0, 0].numpy(), expected_head("cat"))
+    np.testing.assert_allclose(result.queries[0, 0].numpy(), expected_queries("cat"))
 
 
-def test_without_a_head_the_result_has_none():
-    assert run_letters(bigram_step(bigram_log_probs(CAT)), 2).head is None
+def test_without_step_queries_the_result_has_none():
+    assert run_letters(bigram_step(bigram_log_probs(CAT)), 2).queries is None

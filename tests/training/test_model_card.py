@@ -107,7 +107,7 @@ def test_card_of_a_frozen_head_describes_the_head_and_the_model_under_it(tmp_pat
     (export / METADATA_PATH).parent.mkdir(parents=True)
     (export / METADATA_PATH).write_text(json.dumps({
         "attention": "luong-general+head-general", "precision": "bfloat16",
-        "averaged_checkpoints": [3500, 4000],
+        "averaged_checkpoints": [3500, 4000], "word_links": "intersect",
         "model_config": {"encoder_layers": 2, "decoder_layers": 1, "cell": "lstm",
                          "hidden_dim": 512, "embedding_dim": 256, "share_embeddings": True,
                          "tie_embeddings": True, "target_vocab_size": 8000,
@@ -123,6 +123,9 @@ def test_card_of_a_frozen_head_describes_the_head_and_the_model_under_it(tmp_pat
     assert "mean of the last 4 checkpoints (steps 11,000, 11,500, 12,000, 12,092)" in card
     assert "nmt export --run runs/en-fr --out models/en-fr --version 4 --average 4 " in card
     assert "nmt train --config training/configs/en-fr-head.yaml --run runs/en-fr-head" in card
-    assert "nmt export --run runs/en-fr-head --out models/en-fr --version 5 --average 2" in card
+    assert ("nmt export --run runs/en-fr-head --out models/en-fr --version 5 --average 2 "
+            "--precision bfloat16 --links intersect") in card
     assert "python -m training.model_card --run runs/en-fr-head" in card
     assert "best dev BLEU" not in card
+    assert "No guided alignment" not in card  # the decoder's attention is version 4's, guided
+    assert "; guided alignment: attention supervised by eflomal" in card
