@@ -76,19 +76,24 @@ def _intersect(m: np.ndarray) -> set[tuple[int, int]]:
 
 def _grow(m: np.ndarray, links: set[tuple[int, int]], threshold: float
           ) -> set[tuple[int, int]]:
+    strong = {(int(s), int(t)) for t, s in zip(*np.nonzero(m >= threshold), strict=True)}
+    return grow_diag(links, strong)
+
+
+def grow_diag(links: set[tuple[int, int]], candidates: set[tuple[int, int]]
+              ) -> set[tuple[int, int]]:
+    """Koehn et al.'s grow-diag: adds candidate links next to (also diagonally) a link
+    that align a word not yet aligned, until none is added. Returns a new set."""
     links = set(links)
     sources = {s for s, _ in links}
     targets = {t for _, t in links}
-    rows, cols = m.shape
     grown = True
     while grown:
         grown = False
         for s, t in sorted(links):
             for ds, dt in _NEIGHBOURS:
                 cell = (s + ds, t + dt)
-                if not (0 <= cell[0] < cols and 0 <= cell[1] < rows) or cell in links:
-                    continue
-                if m[cell[1], cell[0]] >= threshold and (
+                if cell in candidates and cell not in links and (
                         cell[0] not in sources or cell[1] not in targets):
                     links.add(cell)
                     sources.add(cell[0])

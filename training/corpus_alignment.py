@@ -34,12 +34,12 @@ import tensorflow as tf
 from nmt.alignment import piece_words as word_index_of_pieces
 from nmt.encoding import RaggedIds
 from nmt.evaluation import read_pharaoh
+from nmt.word_links import grow_diag
 
 log = logging.getLogger(__name__)
 
 Link = tuple[int, int]
 SYMMETRIZATIONS = ("forward", "reverse", "intersection", "union", "grow-diag-final-and")
-_NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
 
 # --------------------------------------------------------------------------- symmetrisation
@@ -74,23 +74,9 @@ def symmetrize(forward: Iterable[Link], reverse: Iterable[Link], method: str) ->
 
 
 def _grow_diag_final_and(forward: set[Link], reverse: set[Link]) -> set[Link]:
-    links = forward & reverse
-    union = forward | reverse
+    links = grow_diag(forward & reverse, forward | reverse)
     sources = {i for i, _ in links}
     targets = {j for _, j in links}
-    grown = True
-    while grown:
-        grown = False
-        for i, j in sorted(links):
-            for di, dj in _NEIGHBOURS:
-                link = (i + di, j + dj)
-                if link in union and link not in links and (
-                    link[0] not in sources or link[1] not in targets
-                ):
-                    links.add(link)
-                    sources.add(link[0])
-                    targets.add(link[1])
-                    grown = True
     for direction in (forward, reverse):
         for i, j in sorted(direction):
             if i not in sources and j not in targets:
