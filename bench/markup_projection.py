@@ -14,7 +14,7 @@ floor(j * n / m)):
 - standalone exact: standalone tags (`<x/>`...) at the reference's word gap.
 
     python bench/markup_projection.py [--model models/en-fr] [--data ../shared/data]
-        [--limit N] [--sets glossary eurlex]
+        [--limit N] [--sets glossary eurlex] [--links RULE [--link-threshold T]]
 """
 
 from __future__ import annotations
@@ -115,7 +115,8 @@ def read_set(data: Path, name: str, limit: int) -> list[tuple[str, str]]:
     return pairs[:limit] if limit else pairs
 
 
-def evaluate(translator, pairs: list[tuple[str, str]], batch_size: int) -> tuple[Score, Score]:
+def evaluate(translator, pairs: list[tuple[str, str]], batch_size: int,
+             **link_options) -> tuple[Score, Score]:
     model, baseline = Score(), Score()
     for start in range(0, len(pairs), batch_size):
         chunk = [(en, fr) for en, fr in pairs[start:start + batch_size]
@@ -124,7 +125,7 @@ def evaluate(translator, pairs: list[tuple[str, str]], batch_size: int) -> tuple
             continue
         plans = [plan_markup(en, "xml", split=False) for en, _ in chunk]
         plains = [" ".join(plan_words(fr)) for _, fr in chunk]
-        results = translator.align([p.sentences[0] for p in plans], plains)
+        results = translator.align([p.sentences[0] for p in plans], plains, **link_options)
         for plan, plain, result, (en, fr) in zip(plans, plains, results, chunk, strict=True):
             model.add(en, plan.join([TextLinks(plain, result.word_alignment)]).text, fr)
             links = proportional_links(len(plan.sentences[0].split()), len(plain.split()))
@@ -148,16 +149,20 @@ def main() -> None:
                         choices=["glossary", "eurlex"])
     parser.add_argument("--limit", type=int, default=0, help="first N lines of each set")
     parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--links", help="word-link rule (nmt/word_links.py); default: the model's")
+    parser.add_argument("--link-threshold", type=float, default=0.3)
     args = parser.parse_args()
+    link_options = ({"links": args.links, "link_threshold": args.link_threshold}
+                    if args.links else {})
 
     from nmt.translator import Translator
 
     translator = Translator.load(args.model)
-    print(f"model {translator.info.path}")
+    print(f"model {translator.info.path}, links {args.links or translator.info.word_links}")
     for name in args.sets:
         pairs = read_set(args.data, name, args.limit)
         started = time.perf_counter()
-        model, baseline = evaluate(translator, pairs, args.batch_size)
+        model, baseline = evaluate(translator, pairs, args.batch_size, **link_options)
         print(f"{name}: {len(pairs)} lines ({model.lines} with words on both sides), "
               f"{time.perf_counter() - started:.0f} s")
         print(model.line("model"))
