@@ -121,7 +121,7 @@ def _guidance(summary: dict) -> str:
     )
 
 
-def _head(summary: dict, model: dict, minutes: float) -> list[str]:
+def _head(summary: dict, model: dict, minutes: float, metadata_links: str) -> list[str]:
     """Lines on the alignment head and, for a frozen head, on the model it sits on."""
     if not model.get("alignment_head"):
         return []
@@ -133,8 +133,10 @@ def _head(summary: dict, model: dict, minutes: float) -> list[str]:
     lines = [
         f"- Alignment head: a `{model['alignment_head']}` attention whose query for target "
         f"piece j is [h_j; embedding(y_j)] (it has read the piece it aligns) and whose keys "
-        f"are {keys}; it gives `alignments` and the word links, and does not feed the "
-        f"prediction. Supervised by eflomal word alignments of the training pairs "
+        f"are {keys}; it gives `alignments` and the word links (read by the "
+        f"`{metadata_links}` rule), and does not feed the prediction; the decoder's own "
+        f"attention is the `attention` output. Supervised by eflomal word alignments of "
+        f"the training pairs "
         f"({symmetrization}, mapped onto the pieces), `{head.get('type', 'ce')}` loss.",
     ]
     start = summary.get("starting_model")
@@ -273,7 +275,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         f"TensorFlow {summary['tensorflow']}, Python {summary['python']}."
         + (f" {note}" if note else ""),
         *([] if _frozen_head(summary) else [_guidance(summary)]),  # the head's line says it
-        *_head(summary, model, minutes),
+        *_head(summary, model, minutes, metadata.get("word_links", "argmax")),
         _weights(metadata),
         "- Reproduce:",
         "",

@@ -117,6 +117,7 @@ def test_card_of_a_frozen_head_describes_the_head_and_the_model_under_it(tmp_pat
                                       "pairs": 522}}, export)
     assert "a `general` attention whose query for target piece j is [h_j; embedding(y_j)]" in card
     assert "keys are the encoder states" in card
+    assert "(read by the `intersect` rule)" in card and "is the `attention` output" in card
     assert "(intersection, mapped onto the pieces)" in card
     assert "4,000 steps (10 minutes), with every other weight frozen at version 4's" in card
     assert "Version 4 itself: 12,092 steps (6 full epochs), 95 minutes on Base CPU" in card
