@@ -133,7 +133,9 @@ class _Beams(NamedTuple):
     finished_lengths: tf.Tensor  # (A, K)
     results: dict  # the finished_* fields of all B sentences, filled as sentences leave
     attention: tf.TensorArray  # T x (B*K, S), zero rows for sentences that left
-    queries: tf.TensorArray | tuple  # T x (B*K, D) like attention; () without step queries
+    # Step vectors of the searched rows only, T x (A*K, D), and where each sentence's
+    # rows were, T x (B,) (-1 once it left); () without step queries.
+    queries: tuple
     model_state: Nested  # leaves (A*K, ...), reordered along the beams every step
     context: Nested  # leaves (A, ...), per-sentence constants
 
@@ -300,7 +302,9 @@ def _initial_beams(
                  "finished_scores": empty, "finished_log_probs": empty,
                  "finished_lengths": tf.zeros([batch_size, k], tf.int32)},
         attention=tf.TensorArray(tf.float32, size=0, dynamic_size=True),
-        queries=tf.TensorArray(tf.float32, size=0, dynamic_size=True) if step_queries else (),
+        queries=(tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False,
+                                element_shape=tf.TensorShape([None, None])),
+                 tf.TensorArray(tf.int32, size=0, dynamic_size=True)) if step_queries else (),
         model_state=model_state,
         context=context,
     )
@@ -435,11 +439,13 @@ def _search_step(step_fn: StepFn, cfg: _Config, beams: _Beams) -> _Beams:
     alive_tokens = gather_beams(cands.tokens, keep)  # (A, K)
     rows = _sentence_rows(beams.sentences, cfg.beam_size)[:, None]  # (A*K, 1) in the batch
     all_rows = tf.stack([cfg.batch_size * cfg.beam_size, tf.shape(attention)[1]])
-    if query:  # (A*K, D), kept like the attention rows
-        query = tf.cast(query[0], tf.float32)
-        shape = tf.stack([cfg.batch_size * cfg.beam_size, tf.shape(query)[1]])
-        beams = beams._replace(
-            queries=beams.queries.write(beams.step, tf.scatter_nd(rows, query, shape)))
+    if query:  # (A*K, D): only the searched rows, with each sentence's place among them
+        vectors, places = beams.queries
+        place = tf.tensor_scatter_nd_update(tf.fill([cfg.batch_size], -1),
+                                            beams.sentences[:, None],
+                                            tf.range(tf.shape(beams.sentences)[0]))  # (B,)
+        beams = beams._replace(queries=(vectors.write(beams.step, tf.cast(query[0], tf.float32)),
+                                        places.write(beams.step, place)))
     beams = beams._replace(
         step=beams.step + 1,
         last_tokens=tf.reshape(alive_tokens, [-1]),
@@ -472,7 +478,7 @@ def _shape_invariants(beams: _Beams) -> _Beams:
     }
     return _Beams(
         step=tf.TensorShape([]), attention=None,
-        queries=None if isinstance(beams.queries, tf.TensorArray) else (),
+        queries=(None, None) if beams.queries else (),
         results={name: relaxed(value) for name, value in beams.results.items()},
         model_state=tf.nest.map_structure(batch_relaxed, beams.model_state),
         context=tf.nest.map_structure(batch_relaxed, beams.context),
@@ -510,9 +516,26 @@ def _finalize(beams: _Beams, n_best: tf.Tensor, source_lengths: tf.Tensor) -> Se
         scores=scores,
         log_probs=tf.where(valid, beams.finished_log_probs[:, :n_best], _NEG_INF),
         attention=tf.where(in_target[..., None] & in_source, attention, 0.0),
-        queries=(tf.where(in_target[..., None], per_hypothesis(beams.queries), 0.0)
-                 if isinstance(beams.queries, tf.TensorArray) else None),
+        queries=(tf.where(in_target[..., None], _hypothesis_queries(beams, n_best), 0.0)
+                 if beams.queries else None),
     )
+
+
+def _hypothesis_queries(beams: _Beams, n_best: tf.Tensor) -> tf.Tensor:
+    """The step vector of every piece of every kept hypothesis, `(B, N, T, D)`."""
+    vectors, places = beams.queries
+    flat = vectors.concat()  # (sum over steps of A*K, D)
+    places = places.stack()  # (T, B)
+    beam_size = tf.shape(beams.finished_scores)[1]
+    offsets = tf.cumsum(tf.reduce_sum(tf.cast(places >= 0, tf.int32), axis=1) * beam_size,
+                        exclusive=True)  # (T,) first row of each step
+    place = tf.transpose(places)[:, None, :]  # (B, 1, T)
+    steps = tf.shape(places)[0]
+    beam = beams.finished_rows[:, :n_best, :steps]  # (B, N, T) the beam of each piece's step
+    index = offsets[None, None, :] + place * beam_size + beam
+    searched = place >= 0  # (B, 1, T)
+    picked = tf.gather(flat, tf.where(searched, index, 0))  # (B, N, T, D)
+    return tf.where(searched[..., None], picked, 0.0)
 
 
 def beam_search(

@@ -490,3 +490,29 @@ def test_the_last_piece_of_a_hypothesis_cut_at_the_limit_keeps_its_vector():
 
 def test_without_step_queries_the_result_has_none():
     assert run_letters(bigram_step(bigram_log_probs(CAT)), 2).queries is None
+
+
+def test_step_vectors_stay_with_their_sentence_when_another_leaves():
+    # Sentence 0 spells "cat$" and leaves the search; sentence 1 goes on to "dragon$", so
+    # later steps hold its rows only: every piece must still get its own step's vector.
+    tables = tf.constant(np.stack([
+        bigram_log_probs(CAT),
+        bigram_log_probs({"^": {"d": 0.8}, "d": {"r": 0.8}, "r": {"a": 0.8}, "a": {"g": 0.8},
+                          "g": {"o": 0.8}, "o": {"n": 0.8}, "n": {"$": 0.8}}),
+    ]))
+
+    def step_fn(tokens, sentence, context):
+        log_probs = tf.gather_nd(tables, tf.stack([sentence, tokens], axis=1))
+        return (log_probs, sentence, tf.fill([tf.shape(tokens)[0], 2], 0.5),
+                tf.one_hot(tokens, WIDTH))
+
+    for beam_size in (1, 3):
+        result = beam_search(
+            step_fn, tile_beams(tf.constant([0, 1]), beam_size), batch_size=2,
+            beam_size=beam_size, max_lengths=tf.constant([8, 8]),
+            source_lengths=tf.constant([2, 2]), bos_id=BOS, eos_id=EOS, step_queries=True)
+        words = [spell(result, sentence=s) for s in (0, 1)]
+        assert words == ["cat$", "dragon$"], words
+        for s, word in enumerate(words):
+            np.testing.assert_allclose(result.queries[s, 0, :len(word)].numpy(),
+                                       expected_queries(word), err_msg=f"{beam_size} {word}")
