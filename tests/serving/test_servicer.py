@@ -379,23 +379,32 @@ def test_align_invalid_utf8_names_the_target(server):
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "target 1 is not valid UTF-8" in details
 
 
-def test_concurrent_align_requests_share_a_model_call_but_not_with_translations(
-        server, stub, module_gate):
-    gate, batcher = module_gate, server.server._batcher
+def queue_behind_a_held_call(server, stub, gate, start_calls, depth: int = 4):
+    """Holds the model in one call, starts `start_calls()` behind it and waits until
+    `depth` sentences are queued -> `(held call, model calls before, started calls)`."""
+    batcher = server.server._batcher
     gate.close()
     try:
         blocker = stub.Translate.future(_request(["Hold the model."], beam_size=1))
         assert gate.started.wait(30)
         first = len(gate.calls)
-        calls = [stub.Align.future(_align_request(SOURCES[:2], TARGETS[:2])),
-                 stub.Translate.future(_request(["Translate me."], beam_size=1)),
-                 stub.Align.future(_align_request(SOURCES[2:], TARGETS[2:]))]
+        calls = start_calls()
         end = time.monotonic() + 30
-        while batcher.depth < 4:
+        while batcher.depth < depth:
             assert time.monotonic() < end, "the requests never queued"
             time.sleep(0.01)
     finally:
         gate.open()
+    return blocker, first, calls
+
+
+def test_concurrent_align_requests_share_a_model_call_but_not_with_translations(
+        server, stub, module_gate):
+    gate = module_gate
+    blocker, first, calls = queue_behind_a_held_call(server, stub, gate, lambda: [
+        stub.Align.future(_align_request(SOURCES[:2], TARGETS[:2])),
+        stub.Translate.future(_request(["Translate me."], beam_size=1)),
+        stub.Align.future(_align_request(SOURCES[2:], TARGETS[2:]))])
 
     assert len(blocker.result(60).translations) == 1
     first_pairs, translated, last_pair = (call.result(60) for call in calls)
@@ -573,22 +582,12 @@ def test_document_limits_are_resource_exhausted(stub, documents, expected):
 
 
 def test_a_documents_sentences_share_model_calls_with_other_requests(server, stub, module_gate):
-    gate, batcher = module_gate, server.server._batcher
-    gate.close()
-    try:
-        blocker = stub.Translate.future(_request(["Hold the model."], beam_size=1))
-        assert gate.started.wait(30)
-        first = len(gate.calls)
-        document = _request([DOCUMENT], beam_size=1)
-        document.format = pb2.TEXT_FORMAT_TEXT
-        calls = [stub.Translate.future(document),
-                 stub.Translate.future(_request(["A sentence."], beam_size=1))]
-        end = time.monotonic() + 30
-        while batcher.depth < 4:
-            assert time.monotonic() < end, "the requests never queued"
-            time.sleep(0.01)
-    finally:
-        gate.open()
+    gate = module_gate
+    document = _request([DOCUMENT], beam_size=1)
+    document.format = pb2.TEXT_FORMAT_TEXT
+    blocker, first, calls = queue_behind_a_held_call(server, stub, gate, lambda: [
+        stub.Translate.future(document),
+        stub.Translate.future(_request(["A sentence."], beam_size=1))])
 
     assert len(blocker.result(60).translations) == 1
     from_document, sentence = (call.result(60) for call in calls)
