@@ -221,22 +221,3 @@ class Translator:
                 word_matrix=matrix,
             ))
         return Translation(source=source, source_tokens=source_tokens, nbest=tuple(nbest))
-
-
-def format_alignment_table(translation: Translation) -> str:
-    """Word links as a readable table: each target word and the source words it links to.
-
-    Words are the whitespace-separated words of `translation.text` and
-    `translation.source`; a target word without a link shows "-".
-    """
-    source_words = translation.source.split()
-    target_words = translation.text.split()
-    linked: dict[int, list[str]] = {t: [] for t in range(len(target_words))}
-    for s, t in sorted(translation.word_alignment, key=lambda link: (link[1], link[0])):
-        linked.setdefault(t, []).append(source_words[s] if s < len(source_words) else f"#{s}")
-    width = max([len("target"), *(len(word) for word in target_words)])
-    rows = [f"{'target':<{width}}  source"]
-    for t, sources in sorted(linked.items()):
-        target = target_words[t] if t < len(target_words) else f"#{t}"
-        rows.append(f"{target:<{width}}  {' '.join(sources) or '-'}")
-    return "\n".join(rows)

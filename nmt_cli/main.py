@@ -215,7 +215,7 @@ def _translate(args) -> int:
 
 
 def _print_translations(results, with_alignment: bool) -> None:
-    from nmt.translator import format_alignment_table
+    from nmt.word_links import format_alignment_table
 
     for result in results:
         if len(result.nbest) > 1:

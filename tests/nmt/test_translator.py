@@ -9,7 +9,7 @@ import tensorflow as tf
 from nmt.export import module_from_export
 from nmt.paths import resolve_version_dir
 from nmt.tokenizer import BOS_ID, EOS_ID
-from nmt.translator import Translator, format_alignment_table
+from nmt.translator import Translator
 from nmt.types import DecodeOptions, Hypothesis, Translation
 
 SENTENCES = ["I love you.", "The children read a book.", "Où est la gare ?"]
@@ -151,24 +151,3 @@ def test_search_alignment_equals_teacher_forced_attention(translator, exported_m
             target_in = tf.constant([[BOS_ID, *ids[:-1]]], tf.int32)  # (1, T)
             _, attention = exported_module.model((tf.constant([source], tf.int32), target_in))
             np.testing.assert_allclose(hypothesis.alignment, attention.numpy()[0], atol=1e-5)
-
-
-def test_format_alignment_table():
-    translation = Translation(
-        source="I love you",
-        source_tokens=("▁I", "▁love", "▁you", "</s>"),
-        nbest=(Hypothesis(
-            text="je t' aime bien",
-            target_tokens=("▁je", "▁t", "'", "▁aime", "▁bien", "</s>"),
-            score=-1.5,
-            alignment=np.full((6, 4), 0.25, np.float32),
-            word_alignment=((0, 0), (2, 1), (1, 2), (2, 2)),
-        ),),
-    )
-    assert format_alignment_table(translation) == "\n".join([
-        "target  source",
-        "je      I",
-        "t'      you",
-        "aime    love you",
-        "bien    -",
-    ])

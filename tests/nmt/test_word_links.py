@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from nmt.types import Hypothesis, Translation
-from nmt.word_links import LINK_RULES, relink, word_links
+from nmt.word_links import LINK_RULES, format_alignment_table, relink, word_links
 
 # Rows: target words; columns: source words.
 MATRIX = np.array([
@@ -103,3 +103,24 @@ def test_relink_without_a_word_matrix_says_to_re_export():
     translation = Translation("w", ("▁w", "</s>"), (hypothesis(None),))
     with pytest.raises(ValueError, match="re-export"):
         relink(translation, "grow")
+
+
+def test_format_alignment_table():
+    translation = Translation(
+        source="I love you",
+        source_tokens=("▁I", "▁love", "▁you", "</s>"),
+        nbest=(Hypothesis(
+            text="je t' aime bien",
+            target_tokens=("▁je", "▁t", "'", "▁aime", "▁bien", "</s>"),
+            score=-1.5,
+            alignment=np.full((6, 4), 0.25, np.float32),
+            word_alignment=((0, 0), (2, 1), (1, 2), (2, 2)),
+        ),),
+    )
+    assert format_alignment_table(translation) == "\n".join([
+        "target  source",
+        "je      I",
+        "t'      you",
+        "aime    love you",
+        "bien    -",
+    ])
