@@ -63,6 +63,7 @@ from nmt.documents import (
     sentence_spans,
     split_document,
 )
+from nmt.documents import join as join_plain
 from nmt.offsets import SpanLink, word_spans
 
 FORMATS = ("html", "xml")
@@ -968,6 +969,88 @@ def split_markup(texts: Sequence[str], format: str) -> list[MarkupPlan]:
     return [plan_markup(text, format) for text in texts]
 
 
+PROJECTION_FORMATS = DOCUMENT_FORMATS  # what `plan_projection` reads
+
+
+@dataclasses.dataclass(frozen=True)
+class ProjectionPlan:
+    """A source and its given plain translation, ready for one aligner call.
+
+    The source is not split: it is one sentence (or none, without a word), so
+    the translation is aligned to it whole, as `nmt align` pairs are.
+    `nmt.documents.join_documents` takes it like any plan.
+
+    Attributes:
+        source: the source as given (`text`, `html` or `xml`).
+        target: its translation, plain text.
+        plan: the source's plan: a `DocumentPlan` with one span (plain text)
+            or a `MarkupPlan` of one unit; none without a word.
+    """
+
+    source: str
+    target: str
+    plan: DocumentPlan | MarkupPlan
+
+    @property
+    def sentences(self) -> list[str]:
+        """The source as the aligner reads it (words joined by single spaces), or none."""
+        return self.plan.sentences
+
+    @property
+    def targets(self) -> list[str]:
+        """The target to align with each of `sentences` (stripped of outer whitespace)."""
+        return [self.target.strip()] * len(self.sentences)
+
+    def join(self, results: Sequence[SentenceResult]) -> DocumentTranslation:
+        """The target with the source's tags, from the alignment of `sentences` and `targets`.
+
+        Args:
+            results: one result (`.text`: the target, `.word_alignment`) per
+                sentence: one, or none for a source without a word.
+
+        Returns:
+            A `DocumentTranslation` whose `text` is the target with every tag of
+            the source (plain text: the target within the source's outer
+            whitespace); a source without a word gives its tags, then the target.
+
+        Raises:
+            ValueError: not one result per sentence.
+        """
+        if len(results) != len(self.sentences):
+            raise ValueError(f"Expected one result per sentence ({len(self.sentences)}). "
+                             f"Received: {len(results)} results")
+        if not self.sentences:
+            target = self.target.strip()
+            escaped = target if isinstance(self.plan, DocumentPlan) else html.escape(
+                target, quote=False)
+            return DocumentTranslation(source=self.source, text=self.source + escaped,
+                                       sentences=())
+        if isinstance(self.plan, DocumentPlan):
+            return join_plain(self.plan, results)
+        return self.plan.join(results)
+
+
+def plan_projection(source: str, target: str, format: str) -> ProjectionPlan:
+    """The plan of a given translation that gets its source's tags (`ProjectionPlan`).
+
+    Args:
+        source: the source, whole (one segment, never split into sentences).
+        target: its translation, plain text (`&` and `<` are text).
+        format: `text`, `html` or `xml`.
+
+    Raises:
+        MarkupError: `html` or `xml` that is malformed or over a limit.
+        ValueError: `format` is not one of `PROJECTION_FORMATS`.
+    """
+    if format not in PROJECTION_FORMATS:
+        raise ValueError(f"format must be one of {PROJECTION_FORMATS}. Received: {format!r}")
+    if format != "text":
+        return ProjectionPlan(source, target, plan_markup(source, format, split=False))
+    _check_length(source)
+    whole = _trim(source)
+    return ProjectionPlan(source, target, DocumentPlan(source, () if whole is None else (whole,)))
+
+
 def project_markup(source: str, target: str, links, format: str) -> str:
     """A given plain translation with the source's tags put in place.
 
@@ -976,13 +1059,13 @@ def project_markup(source: str, target: str, links, format: str) -> str:
         target: its translation, plain text (`&` and `<` are text).
         links: `(source_word, target_word)` pairs over the whitespace words of
             the source's plain text and of `target`, e.g. from
-            `Translator.align(plan_markup(source, format, split=False).sentences, [target])`.
+            `Translator.align(plan.sentences, plan.targets)` of
+            `plan = plan_projection(source, target, format)`.
         format: `html` or `xml`.
 
     Returns:
         The target with every tag of the source, properly nested.
     """
-    plan = plan_markup(source, format, split=False)
-    if not plan.units:
-        return source + html.escape(target.strip(), quote=False)
-    return plan.join([TextLinks(target.strip(), tuple(links))]).text
+    plan = plan_projection(source, target, format)
+    results = [TextLinks(text, tuple(links)) for text in plan.targets]
+    return plan.join(results).text

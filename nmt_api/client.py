@@ -11,6 +11,9 @@ alignment matrices as NumPy arrays) and need neither TensorFlow nor a model:
         [pair] = client.align(["How are you?"], ["Comment allez-vous ?"])
         [page] = client.translate_documents(["Click <b>Save</b>. Then quit."], "html")
         page.text, [s.target_span for s in page.sentences]
+        [tagged] = client.align_documents(["Click <b>Save</b>."], ["Cliquez sur Enregistrer."],
+                                          "html")
+        tagged.text  # "Cliquez sur <b>Enregistrer</b>."
 
 Errors are `grpc.RpcError`s: `error.code()` is the status (INVALID_ARGUMENT,
 RESOURCE_EXHAUSTED, UNAVAILABLE, ...) and `error.details()` says what to change.
@@ -67,8 +70,9 @@ def _text_format(format: str | None) -> int:
     return DOCUMENT_FORMATS[format]
 
 
-def _align_request(sources: list[str], targets: list[str], **view):
-    return pb2.AlignRequest(sources=sources, targets=targets, **_view(**view))
+def _align_request(sources: list[str], targets: list[str], format: str | None = None, **view):
+    return pb2.AlignRequest(sources=sources, targets=targets, format=_text_format(format),
+                            **_view(**view))
 
 
 def _credentials(root_certificates: bytes | None, token: str | None):
@@ -219,6 +223,48 @@ class TranslationClient:
         response = self._stub.Align(request, timeout=self.timeout, metadata=self._metadata)
         return convert.alignments_from_response(response, sources)
 
+    def align_documents(self, sources: Sequence[str], targets: Sequence[str],
+                        format: str = "html", *, with_alignment: bool = True,
+                        with_attention: bool = False, links: str | None = None,
+                        link_threshold: float | None = None) -> list[DocumentTranslation]:
+        """Puts each marked-up source's tags onto its given plain target, in one request.
+
+        Each source is aligned whole (never split) to its target by forced
+        decoding, and its inline tags are put around the target words aligned
+        to the words they enclosed (as `nmt align --format` does).
+
+        Args:
+            sources: English segments with markup (or plain text for `text`),
+                at most the server's `max_sentences`.
+            targets: one plain French translation per source (`&` and `<`
+                are text); blank only where the source has no word.
+            format: `html`, `xml` (tags projected) or `text` (plain: the
+                answer carries the character links only).
+            with_alignment / with_attention / links / link_threshold: as for
+                `align`.
+
+        Returns:
+            One `DocumentTranslation` per pair, in order: `text` is the target
+            with the source's tags; `sentences` the one aligned segment (its
+            `result.source` the source's words as aligned, its `result` the
+            forced alignment), none for a source without a word;
+            `link_spans` the word links as characters of the source as given
+            and of `text`.
+
+        Raises:
+            ValueError: `format` is not text, html or xml.
+            grpc.RpcError: INVALID_ARGUMENT for malformed markup (the details
+                name the source and the character position) or a blank
+                target for a source with words; RESOURCE_EXHAUSTED over a limit.
+        """
+        sources = sentence_list(sources, "sources")
+        targets = sentence_list(targets, "targets")
+        request = _align_request(sources, targets, format, with_alignment=with_alignment,
+                                 with_attention=with_attention, links=links,
+                                 link_threshold=link_threshold)
+        response = self._stub.Align(request, timeout=self.timeout, metadata=self._metadata)
+        return convert.documents_from_response(response, sources)
+
     def model_info(self) -> dict:
         """The served model (name, version, attention, vocabularies, scores, ...) and limits."""
         response = self._stub.GetModelInfo(pb2.GetModelInfoRequest(), timeout=self.timeout,
@@ -325,6 +371,20 @@ class AsyncTranslationClient:
         response = await self._stub.Align(request, timeout=self.timeout,
                                           metadata=self._metadata)
         return convert.alignments_from_response(response, sources)
+
+    async def align_documents(self, sources: Sequence[str], targets: Sequence[str],
+                              format: str = "html", *, with_alignment: bool = True,
+                              with_attention: bool = False, links: str | None = None,
+                              link_threshold: float | None = None) -> list[DocumentTranslation]:
+        """See `TranslationClient.align_documents`."""
+        sources = sentence_list(sources, "sources")
+        targets = sentence_list(targets, "targets")
+        request = _align_request(sources, targets, format, with_alignment=with_alignment,
+                                 with_attention=with_attention, links=links,
+                                 link_threshold=link_threshold)
+        response = await self._stub.Align(request, timeout=self.timeout,
+                                          metadata=self._metadata)
+        return convert.documents_from_response(response, sources)
 
     async def model_info(self) -> dict:
         """See `TranslationClient.model_info`."""

@@ -150,7 +150,8 @@ def _translations(messages, sources: Sequence[str], what: str, sent: str) -> lis
 
 
 def documents_from_response(response, documents: Sequence[str]) -> list[DocumentTranslation]:
-    """The `DocumentTranslation`s of a `TranslateResponse` to a request with `format` set.
+    """The `DocumentTranslation`s of a `TranslateResponse` or `AlignResponse` to a request
+    with `format` set.
 
     Each sentence's `result` is a `Translation` whose `source` is the
     sentence as the model read it.

@@ -7,12 +7,11 @@ one call.
 
 from __future__ import annotations
 
-import html
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
 from nmt.documents import join_documents, sentences_of
-from nmt.markup import DOCUMENT_FORMATS, plan_document, plan_markup
+from nmt.markup import DOCUMENT_FORMATS, plan_document, plan_projection
 from nmt.options import decode_options
 
 
@@ -50,7 +49,7 @@ def translate_lines(lines: Sequence[str], format: str,
             yield document.text
 
 
-def _numbered(plan: Callable[[list[str]], list], lines: Sequence[str], first: int) -> list:
+def _numbered(plan: Callable[[list], list], lines: Sequence, first: int) -> list:
     """`plan(lines)` one line at a time, so an error names its line (1-based)."""
     plans = []
     for number, line in enumerate(lines, start=first + 1):
@@ -80,16 +79,12 @@ def project_lines(pairs: Sequence[tuple[str, str]], format: str,
         raise ValueError(f"--format must be html or xml. Received: {format!r}")
     for start in range(0, len(pairs), batch_size):
         chunk = pairs[start:start + batch_size]
-        plans = _numbered(lambda part: [plan_markup(part[0], format, split=False)],
-                          [source for source, _ in chunk], start)
-        aligned = [(plan.sentences[0], target.strip())
-                   for plan, (_, target) in zip(plans, chunk, strict=True) if plan.sentences]
-        results = iter(align([s for s, _ in aligned], [t for _, t in aligned]) if aligned else [])
-        for plan, (source, target) in zip(plans, chunk, strict=True):
-            if plan.sentences:
-                yield plan.join([next(results)]).text
-            else:  # no word to align: the source's tags, then the target
-                yield source + html.escape(target.strip(), quote=False)
+        plans = _numbered(lambda part: [plan_projection(*part[0], format)], chunk, start)
+        sentences = sentences_of(plans)
+        targets = [target for plan in plans for target in plan.targets]
+        results = list(align(sentences, targets)) if sentences else []
+        for document in join_documents(plans, results):
+            yield document.text
 
 
 def translate_command(args) -> int:

@@ -112,7 +112,8 @@ ENDPOINTS = (
              "Translates sentences, or documents (`format`: plain text, HTML, XML); each "
              "translation comes with its alignment"),
     Endpoint("POST", "/v1/align", "Align", pb2.AlignRequest, pb2.AlignResponse,
-             "Aligns given (source, target) pairs (forced decoding)"),
+             "Aligns given (source, target) pairs (forced decoding); with `format`, puts each "
+             "marked-up source's tags onto its plain target"),
     Endpoint("GET", "/v1/model", "GetModelInfo", pb2.GetModelInfoRequest,
              pb2.GetModelInfoResponse, "The model being served and the server's limits"),
 )

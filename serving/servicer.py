@@ -2,7 +2,9 @@
 
 Documents (`TranslateRequest.format`) are split into sentences (`nmt.markup.
 plan_document`, in a worker thread: parsing is CPU work), their sentences
-queued in the batcher like any others, and joined again. Errors are raised,
+queued in the batcher like any others, and joined again. Align pairs with a
+format (`AlignRequest.format`) are planned with `nmt.markup.plan_projection`
+and their tags put onto the given targets the same way. Errors are raised,
 never turned into statuses here (see `serving.interceptors`).
 """
 
@@ -14,7 +16,7 @@ import grpc
 
 from nmt import word_links
 from nmt.documents import join_documents, sentences_of
-from nmt.markup import MarkupError, plan_document
+from nmt.markup import MarkupError, plan_document, plan_projection
 from nmt_api import convert, protos
 from nmt_api.protos import SERVICE_NAME
 from serving.batching import Batcher
@@ -22,7 +24,9 @@ from serving.errors import InvalidArgument, LimitExceeded
 from serving.model_store import ModelStore
 from serving.validation import (
     Limits,
+    ParsedAlignRequest,
     ParsedRequest,
+    blank_target,
     lenient_deserializer,
     parse_align_request,
     parse_request,
@@ -68,10 +72,25 @@ class TranslationServicer:
     async def Align(self, request, context):
         parsed = parse_align_request(request, self._limits)
         self._store.translator  # noqa: B018  (UNAVAILABLE before queueing when no model is loaded)
+        if parsed.format is not None:
+            return await self._project(parsed, _deadline(context))
         alignments, version = await self._batcher.align(parsed.sources, parsed.targets,
                                                         _deadline(context))
         return pb2.AlignResponse(
             alignments=_answers(alignments, parsed),
+            request_id=parsed.request_id,
+            model_version=version if version is not None else self._store.version or 0)
+
+    async def _project(self, parsed: ParsedAlignRequest, deadline: float | None):
+        """Each source's tags put onto its plain target through the pair's alignment."""
+        plans = await asyncio.to_thread(_projection_plans, parsed)
+        targets = [target for plan in plans for target in plan.targets]
+        alignments, version = await self._batcher.align(sentences_of(plans), targets, deadline)
+        documents = await asyncio.to_thread(
+            join_documents, plans, _relinked(alignments, parsed))
+        return pb2.AlignResponse(
+            documents=[convert.document_to_proto(d, parsed.with_alignment,
+                                                 parsed.with_attention) for d in documents],
             request_id=parsed.request_id,
             model_version=version if version is not None else self._store.version or 0)
 
@@ -134,6 +153,21 @@ def _plans(parsed: ParsedRequest, max_sentences: int, index: int) -> list:
             f"{where}the documents hold too many sentences: at most {max_sentences} per "
             f"request. Received: {len(plans)} documents of {count} sentences; send fewer "
             "documents per request.")
+    return plans
+
+
+def _projection_plans(parsed: ParsedAlignRequest) -> list:
+    """The pairs' projection plans; malformed markup and blank targets are refused."""
+    plans = []
+    for i, (source, target) in enumerate(zip(parsed.sources, parsed.targets, strict=True)):
+        try:
+            plan = plan_projection(source, target, parsed.format)
+        except MarkupError as error:
+            raise InvalidArgument(f"source {i} is not valid {parsed.format.upper()}: "
+                                  f"{error}") from error
+        if plan.sentences and not target.strip():
+            raise InvalidArgument(blank_target(i))
+        plans.append(plan)
     return plans
 
 

@@ -83,7 +83,11 @@ class ParsedRequest:
 
 @dataclasses.dataclass(frozen=True)
 class ParsedAlignRequest:
-    """A validated `AlignRequest`: as many targets as sources."""
+    """A validated `AlignRequest`: as many targets as sources.
+
+    `format` is None for plain pairs, else what the sources are (`text`,
+    `html` or `xml`): their tags are projected onto the targets.
+    """
 
     sources: tuple[str, ...]
     targets: tuple[str, ...]
@@ -91,6 +95,7 @@ class ParsedAlignRequest:
     request_id: str
     with_attention: bool = False
     links: LinkChoice | None = None
+    format: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,12 +152,15 @@ def parse_align_request(request, limits: Limits) -> ParsedAlignRequest:
         limits: the server's limits.
 
     Raises:
-        InvalidArgument: malformed text, not one target per source, or a
-            blank target for a source that is not blank.
+        InvalidArgument: malformed text, not one target per source, or (for
+            plain pairs) a blank target for a source that is not blank; with
+            a format, the servicer checks that on the source's words, once
+            its markup is parsed.
         LimitExceeded: over a limit.
     """
     if isinstance(request, UndecodableRequest):
         raise InvalidArgument(request.reason)
+    format = _format(request)
     sources, targets = tuple(request.sources), tuple(request.targets)
     if len(sources) != len(targets):
         raise InvalidArgument(
@@ -165,13 +173,17 @@ def parse_align_request(request, limits: Limits) -> ParsedAlignRequest:
     _check_lengths(sources, "source", limits)
     _check_lengths(targets, "target", limits)
     for i, (source, target) in enumerate(zip(sources, targets, strict=True)):
-        if source.strip() and not target.strip():
-            raise InvalidArgument(
-                f"pair {i}: the target is empty but the source is not; send the source's "
-                "translation, or leave both empty.")
+        if format is None and source.strip() and not target.strip():
+            raise InvalidArgument(blank_target(i))
     _check_request_id(request.request_id)
     return ParsedAlignRequest(sources, targets, _with_alignment(request), request.request_id,
-                              request.with_attention, _links(request))
+                              request.with_attention, _links(request), format)
+
+
+def blank_target(pair: int) -> str:
+    """The error for a blank target whose source has words."""
+    return (f"pair {pair}: the target is empty but the source is not; send the source's "
+            "translation, or leave both empty.")
 
 
 def _check_lengths(texts, noun: str, limits: Limits, where: str = "") -> None:

@@ -233,3 +233,60 @@ def test_the_longest_run_of_linked_words_wins_over_a_stray_link():
     out = project_markup("<b>New file</b> saved", "Nouveau fichier enregistré nouveau",
                          [(0, 0), (1, 1), (0, 3), (2, 2)], "xml")
     assert out == "<b>Nouveau fichier</b> enregistré nouveau"
+
+
+# --- a given translation (plan_projection) ---------------------------------------------------
+
+
+def test_projection_plan_aligns_the_whole_source_to_the_stripped_target():
+    plan = markup.plan_projection("Click <b>Save</b>. Then <i>quit</i>.", " Cliquez. Quittez. ",
+                                  "html")
+
+    assert plan.sentences == ["Click Save. Then quit."]  # one segment, never split
+    assert plan.targets == ["Cliquez. Quittez."]
+    document = plan.join([TextLinks("Cliquez. Quittez.", ((0, 0), (1, 0), (3, 1)))])
+    assert document.text == "<b>Cliquez</b>. <i>Quittez</i>."  # punctuation stays outside
+    [sentence] = document.sentences
+    assert sentence.source_span == (0, 36) and sentence.target_span == (0, len(document.text))
+
+
+def test_projection_plan_of_plain_text_keeps_the_source_whitespace_and_gives_char_links():
+    plan = markup.plan_projection("  The cat.\n", "Le chat.", "text")
+
+    assert plan.sentences == ["The cat."] and plan.targets == ["Le chat."]
+    document = plan.join([TextLinks("Le chat.", ((0, 0), (1, 1)))])
+    assert document.text == "  Le chat.\n"
+    assert document.link_spans == (((2, 5), (2, 4)), ((6, 10), (5, 10)))
+    assert [s.source_span for s in document.sentences] == [(2, 10)]
+
+
+@pytest.mark.parametrize("source, target, format, expected", [
+    ("<br/>", "Bonjour & <adieu>", "html", "<br/>Bonjour &amp; &lt;adieu&gt;"),
+    ('<x id="1"/>', "", "xml", '<x id="1"/>'),
+    ("  ", "Tiens", "text", "  Tiens"),
+])
+def test_a_source_without_a_word_is_not_aligned(source, target, format, expected):
+    plan = markup.plan_projection(source, target, format)
+
+    assert plan.sentences == [] and plan.targets == []
+    document = plan.join([])
+    assert document.text == expected and document.sentences == () and document.link_spans == ()
+
+
+def test_projection_plans_join_like_documents():
+    plans = [markup.plan_projection("A <b>car</b>.", "Une voiture.", "html"),
+             markup.plan_projection("<br>", "Rien.", "html")]
+
+    [first, second] = join_documents(plans, [TextLinks("Une voiture.", ((0, 0), (1, 1)))])
+
+    assert (first.text, second.text) == ("Une <b>voiture</b>.", "<br>Rien.")
+
+
+def test_projection_plan_refuses_bad_input():
+    with pytest.raises(ValueError, match=r"format must be one of .* Received: 'md'"):
+        markup.plan_projection("x", "y", "md")
+    with pytest.raises(MarkupError, match="never closed"):
+        markup.plan_projection("<b>x", "y", "html")
+    plan = markup.plan_projection("A car.", "Une voiture.", "text")
+    with pytest.raises(ValueError, match=r"Expected one result per sentence \(1\)\. Received: 0"):
+        plan.join([])

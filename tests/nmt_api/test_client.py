@@ -202,3 +202,40 @@ def test_async_translate_documents(server, direct):
                     + await client.translate_documents(DOCUMENTS[1:], "html", OPTIONS))
 
     _same_documents(asyncio.run(main()), direct, ["text", "html"])
+
+
+TAGGED = ["Click <b>Save</b> now.", '<x id="1"/>']
+PLAIN = ["Cliquez sur Enregistrer maintenant.", ""]
+
+
+def _same_projections(served, direct, format):
+    from nmt.documents import join_documents, sentences_of
+    from nmt.markup import plan_projection
+
+    plans = [plan_projection(s, t, format) for s, t in zip(TAGGED, PLAIN, strict=True)]
+    targets = [target for plan in plans for target in plan.targets]
+    expected = join_documents(plans, direct.align(sentences_of(plans), targets))
+    for got, want, source in zip(served, expected, TAGGED, strict=True):
+        assert got.source == source and (got.text, got.link_spans) == (want.text, want.link_spans)
+        _assert_same([s.result for s in got.sentences], [s.result for s in want.sentences])
+    assert len(served) == len(TAGGED)
+
+
+def test_align_documents_projects_the_sources_tags(server, direct):
+    with TranslationClient(server.target, timeout=60) as client:
+        served = client.align_documents(TAGGED, PLAIN, "xml")
+        with pytest.raises(ValueError, match="format must be one of"):
+            client.align_documents(TAGGED, PLAIN, "pdf")
+        with pytest.raises(TypeError, match="targets must be a sequence"):
+            client.align_documents(TAGGED, "Cliquez.")
+
+    _same_projections(served, direct, "xml")
+    assert served[0].text.count("<b>") == 1 and served[1].text == '<x id="1"/>'
+
+
+def test_async_align_documents(server, direct):
+    async def main():
+        async with AsyncTranslationClient(server.target, timeout=60) as client:
+            return await client.align_documents(TAGGED, PLAIN, "xml")
+
+    _same_projections(asyncio.run(main()), direct, "xml")

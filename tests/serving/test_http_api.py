@@ -120,6 +120,31 @@ def test_align_answers_the_json_mapping_of_the_grpc_answer(server, stub):
     assert [a["hypotheses"][0]["text"] for a in answer.json["alignments"]] == TARGETS
 
 
+def test_align_with_a_format_answers_the_json_mapping_of_the_grpc_answer(server, stub):
+    sources, targets = ["Click <b>Save</b> now.", "<br>"], ["Cliquez sur Enregistrer.", ""]
+
+    answer = _post(server, "/v1/align", {"sources": sources, "targets": targets,
+                                         "format": "TEXT_FORMAT_HTML"})
+
+    grpc_answer = stub.Align(pb2.AlignRequest(sources=sources, targets=targets,
+                                              format=pb2.TEXT_FORMAT_HTML))
+    assert answer.status == 200 and answer.json == _as_json(grpc_answer)
+    assert answer.json["alignments"] == []
+    tagged, tags_only = answer.json["documents"]
+    assert tagged["text"].count("<b>") == 1 and tagged["text"].count("</b>") == 1
+    assert tagged["sentences"][0]["sentence"] == "Click Save now."
+    assert tags_only == {"text": "<br>", "sentences": [], "charAlignment": ""}
+
+
+def test_align_with_malformed_markup_is_400_naming_the_source(server):
+    answer = _post(server, "/v1/align", {"sources": ["Hi <b>there."], "targets": ["Salut."],
+                                         "format": "TEXT_FORMAT_HTML"})
+
+    assert answer.status == 400 and answer.json["code"] == "INVALID_ARGUMENT"
+    assert "source 0 is not valid HTML: <b> is never closed at character 3" in (
+        answer.json["message"])
+
+
 PAGE = "<p>Click <b>Save</b> now.</p><p>Thank you.</p>"
 
 
@@ -198,6 +223,10 @@ def test_openapi_describes_every_endpoint_with_the_servers_limits(server):
     assert "documents" in text_format["description"]
     documents = schemas["TranslateResponse"]["properties"]["documents"]
     assert documents["items"] == {"$ref": "#/components/schemas/DocumentTranslation"}
+    align_format = schemas["AlignRequest"]["properties"]["format"]
+    assert align_format["enum"] == text_format["enum"] and "tag" in align_format["description"]
+    projected = schemas["AlignResponse"]["properties"]["documents"]
+    assert projected["items"] == {"$ref": "#/components/schemas/DocumentTranslation"}
     assert set(schemas["DocumentTranslation"]["properties"]) == {
         "text", "sentences", "charAlignment"}
     assert set(schemas["DocumentSentence"]["properties"]) == {

@@ -619,3 +619,88 @@ def test_a_documents_word_links_follow_the_requests_rule(server, client, rule):
 def test_the_client_refuses_an_unknown_format(client):
     with pytest.raises(ValueError, match="format must be one of"):
         client.translate_documents([DOCUMENT], "pdf")
+
+
+# --- tags projected onto given targets (AlignRequest.format) ----------------------------------
+
+TAGGED = ["Click <b>Save</b> now.", "<br/>", 'Press <g id="1">OK</g>.', " The cat is black. "]
+PLAIN = ["Cliquez sur Enregistrer maintenant.", "", "Appuyez sur OK.", "Le chat est noir."]
+
+
+def _in_process_projections(server, sources, targets, format, **links):
+    """What the server should answer: the translator's alignments, joined by nmt.markup."""
+    from nmt.documents import join_documents, sentences_of
+    from nmt.markup import plan_projection
+
+    plans = [plan_projection(s, t, format) for s, t in zip(sources, targets, strict=True)]
+    targets = [target for plan in plans for target in plan.targets]
+    results = server.server.store.translator.inner.align(sentences_of(plans), targets, **links)
+    return join_documents(plans, results)
+
+
+@pytest.mark.parametrize("pairs, format", [((0, 1), "html"), ((2,), "xml"), ((3,), "text")])
+def test_align_with_a_format_projects_the_sources_tags(server, client, pairs, format):
+    sources, targets = [TAGGED[i] for i in pairs], [PLAIN[i] for i in pairs]
+    direct = _in_process_projections(server, sources, targets, format)
+
+    served = client.align_documents(sources, targets, format)
+
+    assert len(served) == len(sources)
+    for got, want, source in zip(served, direct, sources, strict=True):
+        assert got.source == source and got.text == want.text
+        assert got.link_spans == want.link_spans
+        assert [(s.source_span, s.target_span) for s in got.sentences] == [
+            (s.source_span, s.target_span) for s in want.sentences]
+        for sentence, expected in zip(got.sentences, want.sentences, strict=True):
+            assert sentence.result.source == expected.result.source
+            assert sentence.result.text == expected.result.text  # the target, as given
+            assert sentence.result.word_alignment == expected.result.word_alignment
+            assert sentence.result.score == pytest.approx(expected.result.score, rel=1e-6)
+    if format == "html":
+        assert served[0].text.count("<b>") == served[0].text.count("</b>") == 1
+        assert served[1].text == "<br/>" and served[1].sentences == ()  # no word: no alignment
+
+
+def test_align_with_a_format_answers_documents_not_alignments(stub):
+    request = _align_request(TAGGED[:1], PLAIN[:1], format=pb2.TEXT_FORMAT_HTML,
+                             with_alignment=False, request_id="tags-1")
+
+    response = stub.Align(request)
+
+    assert len(response.alignments) == 0 and response.request_id == "tags-1"
+    [document] = response.documents
+    [sentence] = document.sentences
+    assert sentence.sentence == "Click Save now."
+    assert (sentence.source_start, sentence.source_end) == (0, len(TAGGED[0]))
+    [hypothesis] = sentence.translation.hypotheses
+    assert hypothesis.text == PLAIN[0] and len(hypothesis.alignment) == 0
+    for (s0, s1), (t0, t1) in parse_char_links(document.char_alignment):
+        assert TAGGED[0][s0:s1] in ("Click", "Save", "now.")
+        assert document.text[t0:t1] in PLAIN[0].split()
+
+
+@pytest.mark.parametrize("rule", ["intersect", "grow"])
+def test_align_with_a_format_follows_the_requests_link_rule(server, client, rule):
+    direct = _in_process_projections(server, TAGGED[:1], PLAIN[:1], "html", links=rule)
+
+    [served] = client.align_documents(TAGGED[:1], PLAIN[:1], "html", links=rule)
+
+    assert served.text == direct[0].text
+    assert served.sentences[0].result.word_alignment == (
+        direct[0].sentences[0].result.word_alignment)
+
+
+@pytest.mark.parametrize("sources, targets, format, expected", [
+    (["Fine.", "Hi <b>there."], ["Bien.", "Salut."], pb2.TEXT_FORMAT_HTML,
+     "source 1 is not valid HTML: <b> is never closed at character 3 (line 1, column 4)"),
+    (["<a>x</b>"], ["x"], pb2.TEXT_FORMAT_XML, "source 0 is not valid XML"),
+    (["<b>Save</b>"], [" "], pb2.TEXT_FORMAT_HTML,
+     "pair 0: the target is empty but the source is not"),
+    (["Hello."], ["Bonjour."], 9, "format must be one of TEXT_FORMAT_UNSPECIFIED"),
+])
+def test_align_with_a_format_refuses_malformed_pairs(stub, sources, targets, format, expected):
+    request = _align_request(sources, targets, format=format)
+
+    code, details = _code(lambda: stub.Align(request))
+
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and expected in details

@@ -179,3 +179,12 @@ def test_align_garbage_names_the_message():
 
     assert isinstance(request, UndecodableRequest)
     assert "not a valid AlignRequest" in request.reason
+
+
+def test_align_format_is_carried_and_defers_the_blank_target_check():
+    parsed = parse_align_request(_align(["<br/>"], [""], format=pb2.TEXT_FORMAT_HTML), LIMITS)
+    assert parsed.format == "html"  # tags only: no word to align, the servicer decides
+
+    assert parse_align_request(_align(["Hi."], ["Salut."]), LIMITS).format is None
+    with pytest.raises(InvalidArgument, match="^pair 0: the target is empty"):
+        parse_align_request(_align(["<br/>"], [""]), LIMITS)  # plain pairs: refused at once
