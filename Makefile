@@ -1,10 +1,11 @@
-# `make serve` sets everything up and starts the service; `make test` runs lint and tests.
+# `make serve` sets everything up and starts the service; `make test` runs lint, the docs build
+# and the tests.
 PY := .venv/bin/python
 STAMP := .venv/.installed
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: test serve bench install export
+.PHONY: test serve bench install export docs
 
 $(PY):
 	python3 -m venv .venv
@@ -19,12 +20,18 @@ install: $(STAMP)
 
 test: $(STAMP)
 	.venv/bin/ruff check .
+	$(MAKE) --no-print-directory docs
 	$(PY) -m pytest
+
+# The documentation site (docs/, mkdocs.yml), strict: a broken link or anchor, or a page
+# missing from the nav, fails it.
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict --site-dir site
 
 serve: $(STAMP)
 	.venv/bin/nmt serve
 
-# The figures in the README (each script prints its machine); minutes, not hours.
+# The figures in docs/performance.md (each script prints its machine); minutes, not hours.
 bench: $(STAMP)
 	$(PY) bench/decode_speed.py models/en-fr
 	$(PY) bench/load_test.py

@@ -14,7 +14,7 @@ Lines are read with their numbers by one worker per file (ReadFromText does
 not number lines) and then reshuffled over all workers; reading a line costs
 microseconds, translating it milliseconds, so the reader is never the
 bottleneck. Every other option is a Beam pipeline option (`--runner`,
-`--project`, `--flink_master`, ...), see README "Batch translation".
+`--project`, `--flink_master`, ...), see docs/batch.md, "With Apache Beam".
 """
 
 from __future__ import annotations

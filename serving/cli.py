@@ -79,8 +79,8 @@ def config_from_args(args: argparse.Namespace):
 
     if not args.model.is_dir():
         raise FileNotFoundError(
-            f"model directory {args.model} does not exist: export a model there (see README, "
-            "`nmt export`) or pass --model <base directory of <version>/ SavedModels>")
+            f"model directory {args.model} does not exist: export a model there (`nmt export`, "
+            "see docs/model.md) or pass --model <base directory of <version>/ SavedModels>")
     return ServerConfig(
         model_dir=args.model, host=args.host, port=args.port, metrics_port=args.metrics_port,
         http_port=args.http_port, http_host=args.http_host,

@@ -97,7 +97,7 @@ def _violations(path: Path) -> list[str]:
 def test_every_package_has_a_layer():
     packages = {p.parent.name for p in REPO.glob("*/__init__.py")}
     assert packages | {"bench"} == set(MAY_IMPORT), (
-        "add the new package to MAY_IMPORT (and to the README's 'Where things are')")
+        "add the new package to MAY_IMPORT (and to docs/layout.md, 'Where things are')")
 
 
 def test_the_scan_sees_imports_inside_functions():
