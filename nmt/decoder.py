@@ -121,18 +121,26 @@ class AttentionDecoder(keras.layers.Layer):
             piece embeddings, which name their own position only: Zenkel et
             al. 2019, "Adding Interpretable Attention to Neural Translation
             Models Improves Word Alignment") or `"both"` (concatenated).
+        head_context: a layer that reads the head's queries along the target
+            (`(batch, T, d)` with a mask -> `(batch, T, d')`, e.g. a
+            bidirectional LSTM), whose output is appended to each query, so a
+            row sees the pieces after its own too; None for none.
     """
 
     def __init__(self, embedding, attention: Attention, hidden_dim: int, num_layers: int,
                  cell: str, output_dim: int, projection: OutputProjection,
                  dropout: float = 0.0, alignment_head: Attention | None = None,
-                 head_keys: str = "encoder", **kwargs):
+                 head_keys: str = "encoder", head_context=None, **kwargs):
         super().__init__(**kwargs)
         if head_keys not in HEAD_KEYS:
             raise ValueError(f"head_keys must be one of {HEAD_KEYS}. "
                              f"Received: head_keys={head_keys!r}")
+        if head_context is not None and alignment_head is None:
+            raise ValueError("head_context needs an alignment_head. Received: "
+                             "alignment_head=None")
         self.alignment_head = alignment_head
         self.head_keys = head_keys
+        self.head_context = head_context
         if cell not in _CELLS:
             raise ValueError(f"cell must be one of {sorted(_CELLS)}. Received: cell={cell!r}")
         self.embedding = embedding
@@ -169,6 +177,8 @@ class AttentionDecoder(keras.layers.Layer):
             "alignment_head": (None if self.alignment_head is None
                                else serialize(self.alignment_head)),
             "head_keys": self.head_keys,
+            "head_context": (None if self.head_context is None
+                             else serialize(self.head_context)),
         }
 
     @classmethod
@@ -178,8 +188,9 @@ class AttentionDecoder(keras.layers.Layer):
         serialized_embedding = config["embedding"]
         config["embedding"] = deserialize(serialized_embedding)
         config["attention"] = deserialize(config["attention"])
-        if config.get("alignment_head") is not None:
-            config["alignment_head"] = deserialize(config["alignment_head"])
+        for name in ("alignment_head", "head_context"):
+            if config.get(name) is not None:
+                config[name] = deserialize(config[name])
         projection = config["projection"]
         if projection["config"].get("tied_embedding") == serialized_embedding:
             # Tied to this decoder's embedding when saved: tie it to the revived one, so
@@ -214,8 +225,7 @@ class AttentionDecoder(keras.layers.Layer):
         else:
             keys = self._head_key_input(memory, source_embedded)
             if not head.built:
-                head.build((None, None, self.hidden_dim + self.embedding.output_dim),
-                           keys.shape)
+                head.build((None, None, self.head_query_dim), keys.shape)
             head_keys = head.project_keys(keys)
         return Memory(memory, self.attention.project_keys(memory), mask, head_keys)
 
@@ -320,20 +330,56 @@ class AttentionDecoder(keras.layers.Layer):
             return source_embedded
         return tf.concat([memory, source_embedded], axis=-1)
 
+    @property
+    def head_layers(self) -> list:
+        """The layers only the alignment head uses (what frozen-head training trains)."""
+        return [layer for layer in (self.alignment_head, self.head_context) if layer is not None]
+
+    @property
+    def head_query_dim(self) -> int:
+        """Width of the head's query: `[h_j; embedding(y_j)]`, plus the target context."""
+        width = self.hidden_dim + self.embedding.output_dim
+        if self.head_context is not None:
+            width += self.head_context.compute_output_shape((None, None, width))[-1]
+        return width
+
     def head_weights(self, queries, target_out, memory: Memory):
-        """Alignment-head rows `(batch, T, S)` float32, each summing to 1 over the source.
+        """Alignment-head rows, float32, each summing to 1 over the source.
 
         Args:
-            queries: `(batch, T, hidden)`, h_j for every target position: from
-                teacher forcing, or the states search kept for each piece.
-            target_out: int `(batch, T)`, piece j of each row (EOS, padding 0).
+            queries: `(batch, T, hidden)`, h_j for every target position (from
+                teacher forcing), or `(batch, N, T, hidden)`: the states search
+                kept for the pieces of N hypotheses per sentence.
+            target_out: int `(batch, T)` or `(batch, N, T)`, piece j of each row
+                (EOS, padding 0).
             memory: for the `batch` sentences.
+
+        Returns:
+            `(batch, T, S)` or `(batch, N, T, S)`.
         """
-        embedded = tf.cast(self.embedding(target_out), queries.dtype)  # (batch, T, emb)
-        return self.alignment_head.attention_weights(
-            tf.concat([queries, embedded], -1), memory.values, mask=memory.mask,
-            projected_keys=memory.head_keys,
-        )
+        embedded = tf.cast(self.embedding(target_out), queries.dtype)  # (..., T, emb)
+        query = tf.concat([queries, embedded], -1)  # (..., T, hidden + emb)
+        # Search's stored states come back without a static width; the layers need it.
+        query = tf.ensure_shape(query, [None] * (query.shape.rank - 1)
+                                + [self.hidden_dim + self.embedding.output_dim])
+        if self.head_context is not None:
+            query = self._with_target_context(query, target_out)
+        batch = tf.shape(target_out)[0]
+        flat = tf.reshape(query, [batch, -1, query.shape[-1]])  # (batch, N*T, d)
+        weights = self.alignment_head.attention_weights(
+            flat, memory.values, mask=memory.mask, projected_keys=memory.head_keys,
+        )  # (batch, N*T, S)
+        return tf.reshape(weights, tf.concat([tf.shape(target_out), tf.shape(weights)[2:]], 0))
+
+    def _with_target_context(self, query, target_out):
+        """Appends the head context's reading of each hypothesis' queries, one
+        sequence per hypothesis (padding masked)."""
+        length, width = tf.shape(target_out)[-1], query.shape[-1]
+        rows = tf.reshape(query, [-1, length, width])  # (rows, T, d)
+        mask = tf.reshape(target_out > 0, [-1, length])  # (rows, T)
+        context = self.head_context(rows, mask=mask)  # (rows, T, d')
+        context = tf.reshape(context, tf.concat([tf.shape(query)[:-1], [context.shape[-1]]], 0))
+        return tf.concat([query, tf.cast(context, query.dtype)], -1)
 
     def call(self, target_in, memory: Memory, training=False):
         outputs, weights, _ = self.teacher_forced(target_in, memory, training)

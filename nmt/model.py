@@ -50,6 +50,10 @@ class ModelConfig:
             (`nmt.decoder.AttentionDecoder`); None for no head.
         alignment_head_keys: the head's keys: `"encoder"` states,
             `"embedding"` (source piece embeddings) or `"both"`.
+        alignment_head_context: units per direction of a bidirectional LSTM
+            that reads the head's queries along the whole target before the
+            head scores them, so a piece's row also sees the pieces after it
+            (0: none; the head then reads piece j and what came before).
     """
 
     source_vocab_size: int
@@ -73,6 +77,7 @@ class ModelConfig:
     label_smoothing: float = 0.1
     alignment_head: str | None = None
     alignment_head_keys: str = "encoder"
+    alignment_head_context: int = 0
 
     def __post_init__(self) -> None:
         _check_choice("decoder", self.decoder, DECODERS)
@@ -81,6 +86,11 @@ class ModelConfig:
         if self.alignment_head is not None:
             _check_choice("alignment_head", self.alignment_head, HEAD_SCORES)
         _check_choice("alignment_head_keys", self.alignment_head_keys, HEAD_KEYS)
+        self._require("alignment_head_context",
+                      _is_count(self.alignment_head_context), "an integer >= 0")
+        self._require("alignment_head_context",
+                      not self.alignment_head_context or self.alignment_head is not None,
+                      "0 without an alignment head (set model.alignment_head)")
         for name in _POSITIVE_INTS:
             self._require(name, _is_positive_int(getattr(self, name)), "a positive integer")
         # A quoted YAML "false" is a non-empty string, i.e. truthy: reject it.
@@ -130,6 +140,8 @@ class ModelConfig:
             name += f"+head-{self.alignment_head}"
             if self.alignment_head_keys != "encoder":
                 name += f"-{self.alignment_head_keys}"
+            if self.alignment_head_context:
+                name += f"-context{self.alignment_head_context}"
         return name
 
 
@@ -146,6 +158,10 @@ def _is_fraction(value: Any) -> bool:
 def _is_positive_int(value: Any) -> bool:
     # bool is an int subclass, but `encoder_layers: true` in a YAML file is a mistake.
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
@@ -192,15 +208,21 @@ class Seq2Seq(keras.Model):
             self.target_embedding if config.tie_embeddings else None,
             name="output_projection", dtype=policy,
         )
-        head = None
+        head = head_context = None
         if config.alignment_head is not None:
             head = make_attention(config.alignment_head, config.attention_units,
                                   name="alignment_head", dtype=policy)
+        if config.alignment_head_context:
+            head_context = keras.layers.Bidirectional(
+                keras.layers.LSTM(config.alignment_head_context, return_sequences=True,
+                                  dtype=policy),
+                name="alignment_head_context", dtype=policy)
         decoder_args = (
             self.target_embedding, attention, config.hidden_dim, config.decoder_layers,
             config.cell, config.embedding_dim, projection, config.dropout,
         )
         common = {"alignment_head": head, "head_keys": config.alignment_head_keys,
+                  "head_context": head_context,
                   "name": "decoder", "dtype": policy}
         if config.decoder == "luong":
             self.decoder = LuongDecoder(*decoder_args, input_feeding=config.input_feeding,

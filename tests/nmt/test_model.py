@@ -484,7 +484,49 @@ def test_head_weights_come_after_the_shipped_architecture():
         (HIDDEN, HIDDEN + EMB)]  # general: W over [h; e(y)] for keys of the encoder's size
 
 
+def test_head_context_reads_the_pieces_after_a_row_and_ignores_padding():
+    plain = shared_model(**SHIPPED, alignment_head="general")
+    context = shared_model(**SHIPPED, alignment_head="general", alignment_head_context=4)
+    later = TARGET_OUT.copy()
+    later[0, 3], later[1, 1] = 5, 5  # a later piece changes: the first row sees it only
+    # with context (the third sentence has only EOS)
+    source = tf.constant(SOURCE)
+    for model, reads_ahead in ((plain, False), (context, True)):
+        rows = [model.forward(source, tf.constant(TARGET_IN), tf.constant(t))["head"].numpy()
+                for t in (TARGET_OUT, later)]
+        change = np.abs(rows[0][:2, 0] - rows[1][:2, 0]).sum(-1)  # the first piece's row
+        assert (change.min() > 1e-6) == reads_ahead, change
+    # Padding after the target changes nothing, and rows stay distributions.
+    padded = [np.pad(t, ((0, 0), (0, 3))) for t in (TARGET_IN, TARGET_OUT)]
+    short = context.forward(source, tf.constant(TARGET_IN), tf.constant(TARGET_OUT))["head"]
+    long = context.forward(source, *map(tf.constant, padded))["head"].numpy()
+    np.testing.assert_allclose(long[:, :TARGET_OUT.shape[1]], short.numpy(), atol=1e-5)
+    np.testing.assert_allclose(short.numpy().sum(-1), 1.0, atol=1e-5)
+
+
+def test_head_rows_of_several_hypotheses_equal_each_alone():
+    # Search passes (batch, N, T) hypotheses; each is read as its own sequence.
+    model = shared_model(**SHIPPED, alignment_head="general", alignment_head_context=4)
+    memory = model.encode(tf.constant(SOURCE))
+    _, _, queries = model.decoder.teacher_forced(tf.constant(TARGET_IN), memory)
+    other = np.where(TARGET_OUT > 2, TARGET_OUT + 1, TARGET_OUT)
+    stacked = model.decoder.head_weights(
+        tf.stack([queries, queries[:, ::-1]], 1),
+        tf.constant(np.stack([TARGET_OUT, other], 1)), memory).numpy()  # (B, 2, T, S)
+    alone = [model.decoder.head_weights(q, tf.constant(t), memory).numpy()
+             for q, t in ((queries, TARGET_OUT), (queries[:, ::-1], other))]
+    np.testing.assert_allclose(stacked[:, 0], alone[0], atol=1e-5)
+    np.testing.assert_allclose(stacked[:, 1], alone[1], atol=1e-5)
+
+
 def test_head_config_checks_and_names():
+    assert tiny_config(**SHIPPED, alignment_head="general",
+                       alignment_head_context=8).architecture_name() == (
+        "luong-general+head-general-context8")
+    with pytest.raises(ValueError, match="alignment_head_context=4"):
+        tiny_config(alignment_head_context=4)  # no head
+    with pytest.raises(ValueError, match="alignment_head_context=-1"):
+        tiny_config(alignment_head="general", alignment_head_context=-1)
     assert tiny_config(**SHIPPED, alignment_head="bahdanau").architecture_name() == (
         "luong-general+head-bahdanau")
     with pytest.raises(ValueError, match="alignment_head='dot'"):
