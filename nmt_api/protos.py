@@ -3,10 +3,12 @@
 The modules (`nmt_api/v1/translation_pb2.py`, `translation_pb2_grpc.py` and the
 `.pyi` stub) are built with grpcio-tools, never committed or edited:
 
-- in a checkout (editable install, `make test`, `make serve`) `load()` builds
-  them when they are missing or older than the `.proto`;
-- `python -m nmt_api.protos` builds them explicitly, e.g. before
-  `pip install .` so that the wheel carries them (see `docker/Dockerfile`).
+- the package's build step (`setup.py`, grpcio-tools a build requirement)
+  writes them into every wheel, and into the checkout for an editable
+  install, so an installed client imports them without grpcio-tools;
+- in a checkout, `load()` rebuilds them when they are missing or older than
+  the `.proto` (grpcio-tools comes with the `dev` extra);
+- `python -m nmt_api.protos` rebuilds them explicitly after a `.proto` edit.
 
 They land in `nmt_api/v1/` because the generated gRPC module imports its
 messages by the `.proto` file's path, `nmt_api.v1.translation_pb2`; the proto
@@ -57,8 +59,25 @@ def generate(out_root: Path = REPO_ROOT) -> list[Path]:
     Files are written to a temporary directory and moved into place one by
     one, so concurrent builds (a server and a client starting together)
     never see a half-written module.
+
+    Args:
+        out_root: the directory that `nmt_api/v1/` is written under: the
+            checkout, or the build tree of a wheel (`setup.py`).
+
+    Returns:
+        The generated files, in the order of `GENERATED`.
+
+    Raises:
+        ModuleNotFoundError: grpcio-tools is not installed.
+        RuntimeError: protoc failed (its message is included).
     """
-    import grpc_tools
+    try:
+        import grpc_tools
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(
+            f"Building the gRPC modules from {PROTO_ROOT / PROTO_FILE} needs grpcio-tools: "
+            "pip install -e '.[dev]' (or reinstall with `pip install -e .`, whose build step "
+            "generates them)", name="grpc_tools") from None
 
     include = Path(grpc_tools.__file__).parent / "_proto"
     out_dir = _out_dir(out_root)
@@ -96,7 +115,8 @@ def load() -> tuple[ModuleType, ModuleType]:
         raise ImportError(
             "The generated gRPC modules nmt_api/v1/translation_pb2*.py are missing and there is "
             f"no proto/ source beside this package to build them from ({PROTO_ROOT}). Build them "
-            "in a checkout with `python -m nmt_api.protos` before `pip install .`."
+            "in a checkout with `python -m nmt_api.protos`; a wheel (`pip install .`) builds "
+            "them itself."
         ) from error
     return pb2, pb2_grpc
 

@@ -153,10 +153,11 @@ def run_eflomal(source_lines: Sequence[str], target_lines: Sequence[str]
     """Aligns space-tokenized lines with eflomal -> (forward, reverse) links per line."""
     try:
         from eflomal import Aligner
-    except ImportError:
-        raise ImportError(
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(
             "Aligning the training corpus needs eflomal (GPL-3.0, used only for training): "
-            "pip install '.[align]' — or give your own data.train_alignments file"
+            "pip install 'nmt-attention[align]' — or give your own data.train_alignments file",
+            name="eflomal",  # `nmt align-corpus` names the extra from it
         ) from None
     with tempfile.TemporaryDirectory(prefix="nmt-align-") as tmp:
         forward_path, reverse_path = os.path.join(tmp, "fwd"), os.path.join(tmp, "rev")
