@@ -3,12 +3,15 @@
 One record per input line, shared by `nmt batch` and the Beam pipeline:
 
     {"line": 3, "source": "...", "translation": "...", "score": -0.4213,
-     "word_alignment": "0-0 1-1", "error": null}
+     "confidence": -0.3125, "word_alignment": "0-0 1-1", "error": null}
 
 with `source_tokens`, `target_tokens` and `alignment` (a `(T, S)` list of
-lists) added when alignments are asked for, and `nbest` when more than one
-hypothesis is. A line that is not translated has `translation`, `score` and
-`word_alignment` null and says why in `error`.
+lists) added when alignments are asked for, `word_scores` when the model
+returns them, and `nbest` when more than one hypothesis is. `confidence` is
+the mean log-probability per target piece and `word_scores` each target
+word's mean piece log-probability (`nmt.confidence`). A line that is not
+translated has `translation`, `score`, `confidence` and `word_alignment` null
+and says why in `error`.
 
 A job of documents (`--document-format text|html|xml`: each line one
 document) writes the translated document and, per sentence, its spans and
@@ -48,15 +51,15 @@ def detect_output_format(path: str) -> str:
     return "text" if str(path).lower().removesuffix(".gz").endswith(".txt") else "jsonl"
 
 
-def _round(value: float) -> float | None:
-    return round(float(value), DECIMALS) if math.isfinite(value) else None
+def _round(value: float | None) -> float | None:
+    return round(float(value), DECIMALS) if value is not None and math.isfinite(value) else None
 
 
 def error_record(source: SourceLine, error: str | None = None) -> dict:
     """The record of a line that was not translated."""
     return {
         "line": source.line, "source": source.text, "translation": None, "score": None,
-        "word_alignment": None, "error": error or source.error,
+        "confidence": None, "word_alignment": None, "error": error or source.error,
     }
 
 
@@ -88,16 +91,19 @@ def translation_record(source: SourceLine, translation: Translation, *,
     best = translation.best
     record = {
         "line": source.line, "source": source.text, "translation": best.text,
-        "score": _round(best.score), "word_alignment": best.pharaoh(),
+        "score": _round(best.score), "confidence": _round(best.confidence),
+        "word_alignment": best.pharaoh(),
     }
+    if best.word_scores is not None:
+        record["word_scores"] = [_round(value) for value in best.word_scores]
     if with_alignment:
         record["source_tokens"] = list(translation.source_tokens)
         record["target_tokens"] = list(best.target_tokens)
         weights = np.round(np.asarray(best.alignment, np.float64), DECIMALS)  # (T, S)
         record["alignment"] = weights.tolist()
     if len(translation.nbest) > 1:
-        record["nbest"] = [{"translation": h.text, "score": _round(h.score)}
-                           for h in translation.nbest]
+        record["nbest"] = [{"translation": h.text, "score": _round(h.score),
+                            "confidence": _round(h.confidence)} for h in translation.nbest]
     record["error"] = None
     return record
 

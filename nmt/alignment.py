@@ -128,6 +128,26 @@ def word_matrix(attention, source_words, target_words):
     return merged / tf.maximum(counts, 1.0)
 
 
+def word_scores(piece_scores, target_words):
+    """Each target word's score: the mean of its pieces' log-probabilities.
+
+    As Bergamot's word quality scores (the mean log-probability of a word's
+    subwords); the pieces are grouped as the rows of `word_matrix`.
+
+    Args:
+        piece_scores: float32 `(N, T)`, log-probability of each target piece.
+        target_words: int32 `(N, T)`, word index of each piece, -1 for none
+            (EOS, padding).
+
+    Returns:
+        float32 `(N, Wt)`, 0 beyond each sentence's words; Wt as `word_matrix`'s.
+    """
+    onehot = _one_hot_words(target_words)  # (N, T, Wt)
+    summed = tf.reduce_sum(onehot * piece_scores[:, :, None], axis=1)  # (N, Wt)
+    counts = tf.reduce_sum(onehot, axis=1)  # (N, Wt)
+    return summed / tf.maximum(counts, 1.0)
+
+
 # The rules of `nmt.word_links` the graph can apply itself (`grow` is iterative: clients
 # apply it to the returned word matrix).
 GRAPH_LINK_RULES = ("argmax", "intersect")
@@ -202,7 +222,7 @@ def _valid(ids, lengths):
 
 def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids, target_ids,
              target_lengths, alignments, replace_unknown_words, targets=None, attention=None,
-             link_rule: str = "argmax"):
+             link_rule: str = "argmax", piece_log_probs=None):
     """The outputs of the exported signatures, from search (or forced-decoding) output.
 
     Args:
@@ -223,6 +243,9 @@ def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids,
             returns `alignments` there.
         link_rule: how `word_alignments` are read from the word matrix, one of
             `GRAPH_LINK_RULES`.
+        piece_log_probs: float32 `(N, T)`, the log-probability of each target
+            piece given the source and the pieces before it, or None (then
+            the two outputs below are not returned).
 
     Returns:
         dict with `translations (N,)`, `source_tokens (N, S)`, `target_tokens
@@ -231,7 +254,10 @@ def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids,
         `source_lengths`, `target_lengths` (tokens incl. EOS),
         `word_attention (N, Wt, Ws)` (the word matrix the links are read from,
         see `word_matrix`; 0 padding) and `word_alignments (N,)` (Pharaoh
-        "i-j", source word first, by `link_rule`).
+        "i-j", source word first, by `link_rule`). With `piece_log_probs`
+        also `piece_scores (N, T)` (those, 0 beyond the length, EOS kept) and
+        `word_scores (N, Wt)` (the mean of each target word's pieces, the
+        words of `word_attention`'s rows; 0 padding), see `word_scores`.
     """
     source_ids = tf.cast(source_ids, tf.int32)
     target_ids = tf.cast(target_ids, tf.int32)
@@ -267,7 +293,13 @@ def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids,
             given_word_map(target_tokenizer.normalize, targets),
         )
     words = word_matrix(word_rows, source_words, target_words)  # (N, Wt, Ws)
+    scores = {}
+    if piece_log_probs is not None:
+        piece_scores = tf.where(with_eos, tf.cast(piece_log_probs, tf.float32), 0.0)  # (N, T)
+        scores = {"piece_scores": piece_scores,
+                  "word_scores": word_scores(piece_scores, target_words)}
     return {
+        **scores,
         "translations": translations,
         "source_tokens": source_pieces,
         "target_tokens": target_pieces,

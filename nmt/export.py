@@ -236,7 +236,8 @@ class TranslationModule(tf.Module):
 
         `translations` are the targets as given, and word indices count their
         whitespace words; `scores` are total log-probabilities (not
-        length-normalised).
+        length-normalised), `piece_scores` and `word_scores` the pieces' and
+        the target words' (see `nmt.alignment.signature_outputs`).
         """
         tf.debugging.assert_equal(
             tf.size(sources), tf.size(targets), message="align needs one target per source"
@@ -257,7 +258,7 @@ class TranslationModule(tf.Module):
         out = alignment.signature_outputs(
             self.source_tokenizer, self.target_tokenizer, sources, source, target_out,
             lengths, weights, tf.constant(False), targets=targets, attention=out["attention"],
-            link_rule=self.link_rule,
+            link_rule=self.link_rule, piece_log_probs=token_log_probs * mask,
         )
         out["scores"] = tf.reduce_sum(token_log_probs * mask, axis=1)
         return out

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the SentencePiece ops the graph uses)
 
-from nmt import word_links
+from nmt import confidence, word_links
 from nmt.constants import METADATA_PATH
 from nmt.paths import resolve_version_dir
 from nmt.types import (
@@ -143,7 +143,7 @@ class Translator:
             replace_unknown=tf.constant(options.replace_unknown, tf.bool),
         )
         out = {key: value.numpy() for key, value in out.items()}
-        return [self._translation(sentences[i], out, i, links, link_threshold)
+        return [self._translation(sentences[i], out, i, links, link_threshold, options)
                 for i in range(len(sentences))]
 
     def _check_links(self, links: str | None, threshold: float) -> None:
@@ -165,7 +165,9 @@ class Translator:
         Returns:
             One `Translation` per pair whose hypothesis text is the target as
             given (word links count its whitespace words) and whose score is
-            the target's total log-probability (not length-normalised).
+            the target's total log-probability (not length-normalised); its
+            `piece_scores` and `word_scores` are the target's pieces' and
+            words' log-probabilities (exports from before them: None).
             `links` and `link_threshold` as for `translate`.
 
         Raises:
@@ -191,7 +193,10 @@ class Translator:
 
     @staticmethod
     def _translation(source: str, out: dict, i: int, links: str | None = None,
-                     threshold: float = word_links.DEFAULT_THRESHOLD) -> Translation:
+                     threshold: float = word_links.DEFAULT_THRESHOLD,
+                     options: DecodeOptions | None = None) -> Translation:
+        """Sentence i of the signature's outputs; `options` as decoded (None: forced
+        alignment, whose scores are total log-probabilities)."""
         source_length = int(out["source_lengths"][i, 0])
         source_tokens = tuple(_strings(out["source_tokens"][i, 0][:source_length]))
         nbest = []
@@ -219,5 +224,33 @@ class Translator:
                 attention=(None if attention is None
                            else np.asarray(attention[i, n][:length, :source_length])),
                 word_matrix=matrix,
+                **_scores(out, (i, n), length, source_length, len(text.split()), options),
             ))
         return Translation(source=source, source_tokens=source_tokens, nbest=tuple(nbest))
+
+
+def _scores(out: dict, at: tuple[int, int], length: int, source_length: int, words: int,
+            options: DecodeOptions | None) -> dict:
+    """`confidence`, `word_scores` and `piece_scores` of hypothesis `at` (`nmt.confidence`).
+
+    Args:
+        out: the signature's outputs, `(batch, N, ...)`.
+        at: `(sentence, hypothesis)`.
+        length: the hypothesis's pieces T; source_length: the source's S.
+        words: whitespace words of the hypothesis's text.
+        options: the decoding options of a searched hypothesis; None for
+            forced alignment (`scores` are then total log-probabilities).
+    """
+    score = float(out["scores"][at])
+    if options is None:
+        total = score
+    else:
+        rows = out.get("attention", out["alignments"])[at][:length, :source_length]  # (T, S)
+        total = confidence.total_log_prob(score, length, options.length_penalty,
+                                          options.coverage_penalty, rows)
+    found = {"confidence": confidence.sentence_confidence(total, length)}
+    if "piece_scores" in out:
+        found["piece_scores"] = np.asarray(out["piece_scores"][at][:length])
+    if "word_scores" in out:
+        found["word_scores"] = np.asarray(out["word_scores"][at][:words])
+    return found

@@ -158,6 +158,15 @@ class Hypothesis:
         word_matrix: `alignment` merged into words, shape `(target words,
             source words)`, which `word_alignment` is read from (see
             `nmt.word_links`); None from older exports.
+        confidence: the mean log-probability per target piece, "</s>"
+            included: log P(text | source) / T (natural log, at most 0;
+            `nmt.confidence`); None without pieces.
+        word_scores: per whitespace word of `text`, the mean log-probability
+            of its pieces, shape `(words,)`; None when the export returns no
+            piece log-probabilities (searched translations, see
+            `nmt.confidence`).
+        piece_scores: per target piece, its log-probability given the source
+            and the pieces before it, shape `(T,)`; None as `word_scores`.
     """
 
     text: str
@@ -167,6 +176,9 @@ class Hypothesis:
     word_alignment: tuple[tuple[int, int], ...]
     attention: np.ndarray | None = None
     word_matrix: np.ndarray | None = None
+    confidence: float | None = None
+    word_scores: np.ndarray | None = None
+    piece_scores: np.ndarray | None = None
 
     def pharaoh(self) -> str:
         """Word links in Pharaoh format, e.g. `"0-0 1-2"`."""
@@ -211,6 +223,10 @@ class Translation:
     @property
     def word_alignment(self) -> tuple[tuple[int, int], ...]:
         return self.best.word_alignment
+
+    @property
+    def confidence(self) -> float | None:
+        return self.best.confidence
 
 
 @dataclasses.dataclass(frozen=True)

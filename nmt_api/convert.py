@@ -48,7 +48,13 @@ def hypothesis_to_proto(hypothesis: Hypothesis, with_alignment: bool,
         text=hypothesis.text, target_tokens=hypothesis.target_tokens, score=hypothesis.score,
         alignment=_rows(hypothesis.alignment) if with_alignment else [],
         word_alignment=hypothesis.pharaoh(),
-        attention=_rows(attention) if with_attention else [])
+        attention=_rows(attention) if with_attention else [],
+        confidence=hypothesis.confidence,
+        word_scores=_values(hypothesis.word_scores), piece_scores=_values(hypothesis.piece_scores))
+
+
+def _values(vector: np.ndarray | None) -> list[float]:
+    return [] if vector is None else vector.tolist()
 
 
 def translation_to_proto(translation: Translation, with_alignment: bool = True,
@@ -118,12 +124,20 @@ def _matrix(rows, source_length: int) -> np.ndarray:
 
 def hypothesis_from_proto(message, source_length: int) -> Hypothesis:
     """A `Hypothesis`; its alignment has shape `(T, S)`, or `(0, 0)` if none was sent;
-    its attention is None unless the request asked for it."""
+    its attention is None unless the request asked for it; its word and piece scores
+    None if none were sent."""
     return Hypothesis(
         text=message.text, target_tokens=tuple(message.target_tokens), score=message.score,
         alignment=_matrix(message.alignment, source_length),
         word_alignment=parse_pharaoh(message.word_alignment),
-        attention=_matrix(message.attention, source_length) if message.attention else None)
+        attention=_matrix(message.attention, source_length) if message.attention else None,
+        confidence=message.confidence if message.HasField("confidence") else None,
+        word_scores=_vector(message.word_scores), piece_scores=_vector(message.piece_scores))
+
+
+def _vector(values) -> np.ndarray | None:
+    """The values as float32, or None if none were sent."""
+    return np.array(values, np.float32) if values else None
 
 
 def translation_from_proto(message, source: str) -> Translation:

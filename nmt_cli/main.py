@@ -241,8 +241,8 @@ def _add_align(sub) -> None:
                        help="SavedModel base or version directory (default: models/en-fr)")
     where.add_argument("--server", help="host:port of a running `nmt serve`")
     p.add_argument("--alignment", action="store_true",
-                   help="write JSON Lines with tokens, score and attention matrix instead of "
-                        "Pharaoh links")
+                   help="write JSON Lines with tokens, score, confidence, word and piece "
+                        "log-probabilities and attention matrix instead of Pharaoh links")
     p.add_argument("--output", help="file to write (default: standard output)")
     p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
                    help=f"pairs per model call (default {DEFAULT_BATCH_SIZE})")
@@ -324,8 +324,12 @@ def _alignment_record(source: str, target: str, result) -> dict:
         "source": source, "target": target,
         "source_tokens": list(result.source_tokens), "target_tokens": list(best.target_tokens),
         "score": round(best.score, 4),
+        "confidence": None if best.confidence is None else round(best.confidence, 4),
         "alignment": [[round(float(w), 4) for w in row] for row in best.alignment],
         "word_alignment": best.pharaoh(),
+        **{name: [round(float(v), 4) for v in values]
+           for name, values in (("word_scores", best.word_scores),
+                                ("piece_scores", best.piece_scores)) if values is not None},
         **({} if best.attention is None else
            {"attention": [[round(float(w), 4) for w in row] for row in best.attention]}),
     }

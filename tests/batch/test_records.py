@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import numpy as np
@@ -19,11 +20,22 @@ SOURCE = SourceLine(12, "I like the sea.")
 
 def test_translation_record_schema():
     record = translation_record(SOURCE, fake_translation(SOURCE.text, score=-0.123456789))
-    assert list(record) == ["line", "source", "translation", "score", "word_alignment", "error"]
+    assert list(record) == ["line", "source", "translation", "score", "confidence",
+                            "word_alignment", "error"]
     assert record == {
         "line": 12, "source": "I like the sea.", "translation": "I LIKE THE SEA.",
-        "score": -0.1235, "word_alignment": "0-0 1-1 2-2 3-3", "error": None,
+        "score": -0.1235, "confidence": None, "word_alignment": "0-0 1-1 2-2 3-3", "error": None,
     }
+
+
+def test_confidence_and_word_scores_are_rounded_into_the_record():
+    best = dataclasses.replace(fake_translation(SOURCE.text).best, confidence=-0.123456,
+                               word_scores=np.array([-0.5, -0.0000401, -2.25, -1.0], np.float32))
+    record = translation_record(SOURCE, Translation(SOURCE.text, ("I", "</s>"), (best,)))
+
+    assert record["confidence"] == -0.1235
+    assert record["word_scores"] == [-0.5, -0.0, -2.25, -1.0]
+    assert list(record)[-1] == "error"
 
 
 def test_translation_record_with_alignment():
@@ -52,8 +64,9 @@ def test_nbest_is_listed_when_asked_for():
     translation = Translation("a b", ("a", "b"), (first, second))
     record = translation_record(SourceLine(1, "a b"), translation)
     assert record["translation"] == "A B"
-    assert record["nbest"] == [{"translation": "A B", "score": round(-3 / 7, 4)},
-                               {"translation": "C", "score": round(-1 / 7, 4)}]
+    assert record["nbest"] == [
+        {"translation": "A B", "score": round(-3 / 7, 4), "confidence": None},
+        {"translation": "C", "score": round(-1 / 7, 4), "confidence": None}]
 
 
 def test_non_finite_score_becomes_null():
@@ -89,7 +102,7 @@ def test_truncated_translation_becomes_an_error_record():
 def test_error_record():
     record = error_record(SourceLine(3, "", "empty line"))
     assert record == {"line": 3, "source": "", "translation": None, "score": None,
-                      "word_alignment": None, "error": "empty line"}
+                      "confidence": None, "word_alignment": None, "error": "empty line"}
     assert error_record(SourceLine(3, "x"), "rejected")["error"] == "rejected"
 
 

@@ -262,7 +262,9 @@ def test_signatures_match_the_design_contract(exports):
     assert spec(signatures["align"].inputs) == {
         "sources": ("string", [-1]), "targets": ("string", [-1])
     }
-    assert spec(signatures["align"].outputs) == outputs
+    # Forced decoding also gives each piece's log-probability and each target word's mean.
+    assert spec(signatures["align"].outputs) == {
+        **outputs, "piece_scores": ("float32", [-1, -1]), "word_scores": ("float32", [-1, -1])}
 
 
 def test_graph_uses_only_core_and_tf_text_ops(exports, clean_run):

@@ -151,3 +151,77 @@ def test_search_alignment_equals_teacher_forced_attention(translator, exported_m
             target_in = tf.constant([[BOS_ID, *ids[:-1]]], tf.int32)  # (1, T)
             _, attention = exported_module.model((tf.constant([source], tf.int32), target_in))
             np.testing.assert_allclose(hypothesis.alignment, attention.numpy()[0], atol=1e-5)
+
+
+# ------------------------------------------------------------------------------ confidence
+
+
+def _teacher_forced_log_probs(module, source_tokens, target_tokens, banned=()):
+    """Each target piece's log-probability, with the model in-process and NumPy's softmax."""
+    target = module.target_tokenizer
+    vocab = target.id_to_piece(tf.range(target.vocab_size)).numpy()
+    piece_id = {piece.decode("utf-8"): i for i, piece in enumerate(vocab)}
+    piece_id["</s>"] = EOS_ID
+    source = [*module.source_tokenizer.tokenize(" ".join(source_tokens)).numpy(), EOS_ID]
+    ids = [piece_id[token] for token in target_tokens]
+    logits, _ = module.model((tf.constant([source], tf.int32),
+                              tf.constant([[BOS_ID, *ids[:-1]]], tf.int32)))
+    logits = logits.numpy()[0].astype(np.float64)  # (T, V)
+    logits[:, list(banned)] = -np.inf
+    log_probs = logits - np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1,
+                                keepdims=True)) - logits.max(1, keepdims=True)
+    return log_probs[np.arange(len(ids)), ids]  # (T,)
+
+
+@pytest.mark.parametrize("coverage_penalty", [0.0, 0.4])
+def test_translation_confidence_is_the_searched_pieces_mean_log_probability(
+        translator, exported_module, coverage_penalty):
+    from nmt.tokenizer import PAD_ID
+
+    results = translator.translate(SENTENCES, beam_size=3, n_best=2, length_penalty=1.0,
+                                   coverage_penalty=coverage_penalty)
+    for result in results:
+        for hypothesis in result.nbest:
+            expected = _teacher_forced_log_probs(  # the search never picks PAD or BOS
+                exported_module, [result.source], hypothesis.target_tokens, (PAD_ID, BOS_ID))
+            assert hypothesis.confidence == pytest.approx(expected.mean(), rel=1e-4)
+            assert hypothesis.word_scores is None and hypothesis.piece_scores is None
+
+
+def _word_means(tokens, scores, text):
+    """NumPy reference: the mean score of the pieces of each whitespace word of `text`.
+
+    Pieces form words where "▁" starts one; normalisation may split a given
+    word ("aime!" is read as "aime !"), so those are joined back by their characters.
+    """
+    read: list[tuple[str, list[float]]] = []
+    for token, score in zip(tokens, scores, strict=True):
+        if token == "</s>":
+            continue
+        if token.startswith("▁") or not read:
+            read.append(("", []))
+        chars, values = read[-1]
+        read[-1] = (chars + token.replace("▁", ""), [*values, score])
+    means, k = [], 0
+    for word in text.split():
+        chars, values = "", []
+        while chars != word:
+            chars, values = chars + read[k][0], values + read[k][1]
+            k += 1
+        means.append(float(np.mean(values)))
+    return means
+
+
+def test_align_returns_piece_and_word_log_probabilities(translator, exported_module):
+    targets = ["Je t'aime!", "Les enfants lisent un livre.", "Où est la gare ?"]
+    for result in translator.align(SENTENCES, targets):
+        best = result.best
+        expected = _teacher_forced_log_probs(exported_module, [result.source],
+                                             best.target_tokens)
+        np.testing.assert_allclose(best.piece_scores, expected, rtol=1e-4, atol=1e-5)
+        assert best.score == pytest.approx(best.piece_scores.sum(), rel=1e-5)
+        assert best.confidence == pytest.approx(best.score / len(best.target_tokens))
+        assert len(best.word_scores) == len(result.text.split())
+        np.testing.assert_allclose(best.word_scores,
+                                   _word_means(best.target_tokens, best.piece_scores, result.text),
+                                   rtol=1e-5)

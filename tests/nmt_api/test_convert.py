@@ -148,3 +148,21 @@ def test_model_info_reports_the_aer_that_evaluate_json_records():
 
     assert dict(message.scores) == pytest.approx(
         {"test_bleu": 45.53, "test_chrf": 62.59, "alibi_aer": 0.668})
+
+
+def test_confidence_and_word_and_piece_scores_round_trip():
+    import dataclasses
+
+    original = _translation(np.random.default_rng(4))
+    scored = dataclasses.replace(original.best, confidence=-0.625,
+                                 word_scores=np.array([-0.5, -1.25], np.float32),
+                                 piece_scores=np.array([-0.25, -1.0, -0.125], np.float32))
+    unscored = original.nbest[1]  # no confidence, no scores (a blank or older answer)
+
+    back = _round_trip(dataclasses.replace(original, nbest=(scored, unscored)))
+
+    got, bare = back.nbest
+    assert got.confidence == -0.625 and back.confidence == -0.625
+    np.testing.assert_array_equal(got.word_scores, scored.word_scores)
+    np.testing.assert_array_equal(got.piece_scores, scored.piece_scores)
+    assert (bare.confidence, bare.word_scores, bare.piece_scores) == (None, None, None)

@@ -120,6 +120,11 @@ def test_align_json_lines_from_a_tsv(tiny_model_dir, capsys, tmp_path):
         matrix = record["alignment"]
         assert len(matrix) == len(record["target_tokens"])
         assert all(len(row) == len(record["source_tokens"]) for row in matrix)
+        pieces = record["piece_scores"]
+        assert len(pieces) == len(record["target_tokens"]) and all(p <= 0 for p in pieces)
+        assert record["score"] == pytest.approx(sum(pieces), abs=1e-3)
+        assert record["confidence"] == pytest.approx(sum(pieces) / len(pieces), abs=1e-3)
+        assert len(record["word_scores"]) == len(record["target"].split())
 
 
 def test_align_refuses_a_missing_target(tiny_model_dir, capsys, tmp_path):

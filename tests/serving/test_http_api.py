@@ -96,7 +96,8 @@ def test_translate_answers_the_json_mapping_of_the_grpc_answer(server, stub):
     assert answer.json == _as_json(grpc_answer)
     best = answer.json["translations"][0]["hypotheses"][0]
     assert set(best) == {"text", "targetTokens", "score", "alignment", "wordAlignment",
-                         "attention"}
+                         "attention", "confidence", "wordScores", "pieceScores"}
+    assert best["confidence"] < 0 and best["wordScores"] == []  # none from the search yet
     assert len(best["alignment"]) == len(best["targetTokens"])
     assert best["attention"] == []  # only with "withAttention": true
     assert answer.json["modelVersion"] == "1"  # int64: a string in proto3 JSON
@@ -214,7 +215,10 @@ def test_openapi_describes_every_endpoint_with_the_servers_limits(server):
     assert sentences["maxItems"] == 8 and sentences["items"]["maxLength"] == 60
     assert schemas["DecodeOptions"]["properties"]["beamSize"]["maximum"] == 6
     assert set(schemas["Hypothesis"]["properties"]) == {
-        "text", "targetTokens", "score", "alignment", "wordAlignment", "attention"}
+        "text", "targetTokens", "score", "alignment", "wordAlignment", "attention",
+        "confidence", "wordScores", "pieceScores"}
+    assert "mean log-probability" in schemas["Hypothesis"]["properties"]["confidence"][
+        "description"]
     assert set(schemas["WordLinks"]["properties"]) == {"rule", "threshold"}
     assert "Pharaoh" in schemas["Hypothesis"]["properties"]["wordAlignment"]["description"]
     text_format = schemas["TranslateRequest"]["properties"]["format"]

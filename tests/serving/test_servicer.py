@@ -81,6 +81,8 @@ def test_translate_matches_the_translator(server, client):
         assert got.score == pytest.approx(want.score, rel=1e-6)
         assert got.alignment.shape == want.alignment.shape
         np.testing.assert_allclose(got.alignment, want.alignment, rtol=1e-6)
+        assert got.confidence == pytest.approx(want.confidence, rel=1e-6)
+        assert got.best.word_scores is None  # the search keeps no piece log-probabilities
 
 
 def test_response_fields(stub):
@@ -306,6 +308,10 @@ def test_align_matches_the_translator(server, client):
         assert got.word_alignment == want.word_alignment
         assert got.score == pytest.approx(want.score, rel=1e-6)
         np.testing.assert_allclose(got.alignment, want.alignment, rtol=1e-6)
+        assert got.confidence == pytest.approx(want.confidence, rel=1e-6)
+        np.testing.assert_allclose(got.best.word_scores, want.best.word_scores, rtol=1e-6)
+        np.testing.assert_allclose(got.best.piece_scores, want.best.piece_scores, rtol=1e-6)
+        assert len(got.best.word_scores) == len(got.text.split())
 
 
 def test_align_answers_one_forced_translation_per_pair(server, stub, caplog):
