@@ -10,10 +10,10 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 $(PY):
 	python3 -m venv .venv
 
-# Reinstall only when the package metadata changed.
-$(STAMP): pyproject.toml | $(PY)
+# Reinstall only when the package metadata or the build step changed. Every role and the
+# test tools; the build step (setup.py) generates nmt_api/v1/*_pb2*.py in the checkout.
+$(STAMP): pyproject.toml setup.py | $(PY)
 	$(PY) -m pip install -e '.[dev]'
-	$(PY) -m nmt_api.protos
 	touch $(STAMP)
 
 install: $(STAMP)
