@@ -13,6 +13,7 @@ from pathlib import Path
 from batch.cli import add_batch_parser
 from nmt.constants import DEFAULT_BATCH_SIZE
 from nmt.options import DEFAULT_MODEL_DIR, add_decode_options, decode_options
+from nmt_cli.extras import missing_extra_message
 from serving.cli import add_serve_parser
 
 VERBOSE_ENV = "NMT_VERBOSE"
@@ -438,6 +439,28 @@ def _gold_alignments(args, evaluation) -> list:
     return []
 
 
+def _add_role_command(sub, name: str, add_parser) -> None:
+    """`add_parser(sub)`; where it needs a role this install lacks, a `name` that says so.
+
+    The serve command's options come from the server's modules, which a client
+    install does not have: there `nmt serve [anything]` ends with the extra to
+    install (see `main`), and every other command still works.
+    """
+    try:
+        add_parser(sub)
+    except ModuleNotFoundError as error:
+        missing = error
+
+        def fail(args) -> int:
+            raise missing
+
+        # No options: every argument (`--help` too) is taken as given, and the command fails.
+        stand_in = sub.add_parser(name, add_help=False, prefix_chars="\0",
+                                  help=f"not installed here: `nmt {name}` says what to install")
+        stand_in.add_argument("arguments", nargs="*")
+        stand_in.set_defaults(func=fail)
+
+
 def quiet_framework_logs() -> None:
     """Keeps TensorFlow's, absl's and SentencePiece's start-up logs off the terminal.
 
@@ -485,8 +508,8 @@ def main(argv: list[str] | None = None) -> int:
     _add_train(sub)
     _add_align_corpus(sub)
     _add_export(sub)
-    add_serve_parser(sub)
-    add_batch_parser(sub)
+    _add_role_command(sub, "serve", add_serve_parser)
+    _add_role_command(sub, "batch", add_batch_parser)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
@@ -495,6 +518,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except (ValueError, FileNotFoundError) as error:
         print(f"nmt {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as error:  # a role this install lacks: say which extra adds it
+        message = missing_extra_message(args.command, error.name or "",
+                                        getattr(args, "server", None))
+        if message is None:
+            raise
+        print(f"nmt {args.command}: error: {message}", file=sys.stderr)
         return 2
 
 
