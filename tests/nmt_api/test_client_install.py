@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import tomllib
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -25,10 +28,7 @@ from serving.testing import ServerThread
 
 REPO = Path(__file__).resolve().parents[2]
 SENTENCE = "The cat is black."
-# What pip prints when it cannot reach the package registry (the only reason to skip).
-_UNREACHABLE = ("Failed to establish a new connection", "Temporary failure in name resolution",
-                "Name or service not known", "Network is unreachable", "Max retries exceeded",
-                "Could not fetch URL", "ProxyError", "ConnectTimeoutError", "ReadTimeoutError")
+DEFAULT_INDEX = "https://pypi.org/simple"
 _CLIENT_CALL = """
 import json, sys
 import nmt_api, nmt_api.v1.translation_pb2 as pb2
@@ -57,6 +57,29 @@ def _copy_packaged_tree(out: Path) -> Path:
     return out
 
 
+def _index_url(python: Path) -> str:
+    """The index pip installs from: PIP_INDEX_URL, else pip's configuration, else PyPI."""
+    if os.environ.get("PIP_INDEX_URL"):
+        return os.environ["PIP_INDEX_URL"].split()[0]
+    done = subprocess.run([str(python), "-m", "pip", "config", "get", "global.index-url"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    return (done.stdout.strip() or DEFAULT_INDEX) if done.returncode == 0 else DEFAULT_INDEX
+
+
+def _unreachable(index: str) -> str | None:
+    """Why the package index cannot be reached, or None when it answers."""
+    if not index.startswith(("http://", "https://")):
+        return None  # a local directory: reachable
+    context = ssl.create_default_context(cafile=os.environ.get("PIP_CERT") or None)
+    try:
+        with urllib.request.urlopen(index.rstrip("/") + "/pip/", timeout=20, context=context):
+            return None
+    except urllib.error.HTTPError:
+        return None  # it answered
+    except OSError as error:  # URLError, timeouts, refused connections
+        return str(error)
+
+
 def _clean_env() -> dict[str, str]:
     """This environment without what would put the checkout or this venv on sys.path."""
     return {k: v for k, v in os.environ.items()
@@ -75,9 +98,12 @@ def client_venv(tmp_path_factory) -> Path:
          f"{source}[client]"],
         capture_output=True, text=True, timeout=600, check=False, env=_clean_env(), cwd=root)
     output = done.stdout + done.stderr
-    if done.returncode != 0 and any(marker in output for marker in _UNREACHABLE):
-        pytest.skip("the package registry cannot be reached to install the client role: "
-                    + output.strip().splitlines()[-1])
+    if done.returncode != 0:
+        index = _index_url(venv / "bin" / "python")
+        why = _unreachable(index)
+        if why is not None:
+            pytest.skip(f"the package registry {index} cannot be reached ({why}), so the "
+                        "client role cannot be installed in a fresh venv")
     assert done.returncode == 0, f"pip install '.[client]' failed:\n{output[-4000:]}"
     return venv
 
