@@ -10,6 +10,12 @@ WriteToText as JSON Lines shards (`out/fr-00000-of-00004.jsonl`), one record
 per input line in the schema of `batch.records`, in no particular order:
 sort on `line` to restore input order.
 
+With `--document-format text|html|xml` each line is one document, as for
+`nmt batch --document-format`: the sentences of a batch of documents are
+translated together and each document joined again (its record holds the
+translated document and its sentences); malformed markup makes the line an
+error record naming the position.
+
 Lines are read with their numbers by one worker per file (ReadFromText does
 not number lines) and then reshuffled over all workers; reading a line costs
 microseconds, translating it milliseconds, so the reader is never the
@@ -33,8 +39,9 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from batch.engines import DEFAULT_BATCH_SIZE
-from batch.job import translate_window
+from batch.job import translate_documents_window, translate_window
 from batch.options import (
+    add_document_format_option,
     add_input_options,
     add_model_option,
     add_translation_options,
@@ -42,6 +49,7 @@ from batch.options import (
 )
 from batch.readers import InputFormat, SourceLine, numbered_lines, parse_line
 from batch.records import error_record, format_record
+from nmt.markup import DOCUMENT_FORMATS
 from nmt.options import decode_options
 from nmt.types import DecodeOptions
 
@@ -70,7 +78,8 @@ def local_model_dir(model: str) -> str:
 
 
 class TranslationModelHandler(ModelHandler[tuple[int, str], dict, object]):
-    """RunInference handler: `(line, sentence)` elements in, output records out.
+    """RunInference handler: `(line, sentence)` (or `(line, document)`) elements in,
+    output records out.
 
     Args:
         model: SavedModel base or version directory (local, or any Beam
@@ -80,18 +89,26 @@ class TranslationModelHandler(ModelHandler[tuple[int, str], dict, object]):
         with_alignment: add tokens and attention matrices to the records.
         max_wait_secs: longest time a partial batch waits for more sentences
             of its length (streaming; in batch mode batches fill up at once).
+        document_format: None: each element is a sentence; `text`, `html` or
+            `xml`: a document in that format (`batch.job.translate_documents_window`;
+            a batch of `batch_size` documents, whose sentences go to the model
+            `batch_size` at a time).
     """
 
     def __init__(self, model: str, options: DecodeOptions | None = None, *,
                  batch_size: int = DEFAULT_BATCH_SIZE, with_alignment: bool = False,
-                 max_wait_secs: int = 10):
+                 max_wait_secs: int = 10, document_format: str | None = None):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1. Received: batch_size={batch_size!r}")
+        if document_format is not None and document_format not in DOCUMENT_FORMATS:
+            raise ValueError(f"document_format must be one of {DOCUMENT_FORMATS} or None. "
+                             f"Received: document_format={document_format!r}")
         super().__init__(min_batch_size=batch_size, max_batch_size=batch_size,
                          max_batch_duration_secs=max_wait_secs, batch_length_fn=source_length,
                          batch_bucket_boundaries=list(LENGTH_BUCKETS))
         self._model, self._options = model, options or DecodeOptions()
         self._batch_size, self._with_alignment = batch_size, with_alignment
+        self._document_format = document_format
 
     def load_model(self):
         from batch.engines import LocalEngine
@@ -101,7 +118,10 @@ class TranslationModelHandler(ModelHandler[tuple[int, str], dict, object]):
     def run_inference(self, batch: Sequence[tuple[int, str]], model,
                       inference_args: dict | None = None) -> Iterable[dict]:
         sources = [SourceLine(line, text) for line, text in batch]
-        return translate_window(sources, model, with_alignment=self._with_alignment)
+        if self._document_format is None:
+            return translate_window(sources, model, with_alignment=self._with_alignment)
+        return translate_documents_window(sources, model, self._document_format,
+                                          with_alignment=self._with_alignment)
 
     def get_metrics_namespace(self) -> str:
         return "nmt"
@@ -163,6 +183,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="output prefix, e.g. out/fr.jsonl → out/fr-00000-of-00004.jsonl")
     add_model_option(p)
     add_input_options(p)
+    add_document_format_option(p)
     p.add_argument("--max-wait-secs", type=int, default=10,
                    help="longest wait of a partial batch (streaming)")
     p.add_argument("--num-shards", type=int, default=0, help="output files (0: runner decides)")
@@ -176,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     fmt = input_format(args, args.input)
     handler = TranslationModelHandler(args.model, decode_options(args),
                                       batch_size=args.batch_size, with_alignment=args.alignment,
-                                      max_wait_secs=args.max_wait_secs)
+                                      max_wait_secs=args.max_wait_secs,
+                                      document_format=args.document_format)
     with beam.Pipeline(options=PipelineOptions(beam_args)) as pipeline:
         build_pipeline(pipeline, args.input, args.output, fmt, handler, args.num_shards)
     return 0

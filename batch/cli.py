@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from batch.options import (
+    add_document_format_option,
     add_input_options,
     add_model_option,
     add_translation_options,
@@ -15,7 +16,6 @@ from batch.options import (
 )
 from batch.readers import open_input
 from batch.records import OUTPUT_FORMATS, detect_output_format
-from nmt.markup import DOCUMENT_FORMATS
 from nmt.options import decode_options
 
 log = logging.getLogger("nmt.batch")
@@ -37,10 +37,7 @@ def add_batch_parser(sub) -> None:
     p.add_argument("--timeout", type=float, help="seconds per server call (default: none)")
     p.add_argument("--format", choices=OUTPUT_FORMATS,
                    help="output format (default: text for .txt[.gz], else jsonl)")
-    p.add_argument("--document-format", choices=DOCUMENT_FORMATS,
-                   help="each line is one document in this format, split into sentences and "
-                        "joined again (html, xml: inline tags carried across); default: each "
-                        "line is one sentence")
+    add_document_format_option(p)
     add_input_options(p)
     p.add_argument("--resume", action="store_true", help="continue an interrupted run")
     p.add_argument("--window", type=int, default=2000,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from batch.engines import DEFAULT_BATCH_SIZE
 from batch.readers import INPUT_FORMATS, InputFormat, detect_input_format
+from nmt.markup import DOCUMENT_FORMATS
 from nmt.options import DEFAULT_MODEL_DIR, add_decode_options
 
 
@@ -34,6 +35,14 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
                         help=f"JSON Lines field (default: {default.field})")
     parser.add_argument("--max-chars", type=int, default=default.max_chars,
                         help=f"longer lines are recorded as errors (default {default.max_chars})")
+
+
+def add_document_format_option(parser: argparse.ArgumentParser) -> None:
+    """Adds `--document-format`: what each line is (default: one sentence)."""
+    parser.add_argument("--document-format", choices=DOCUMENT_FORMATS,
+                        help="each line is one document in this format, split into sentences "
+                             "and joined again (html, xml: inline tags carried across); "
+                             "default: each line is one sentence")
 
 
 def input_format(args: argparse.Namespace, path: str | Path) -> InputFormat:

@@ -5,7 +5,12 @@ import argparse
 import pytest
 
 from batch.engines import DEFAULT_BATCH_SIZE
-from batch.options import add_input_options, add_translation_options, input_format
+from batch.options import (
+    add_document_format_option,
+    add_input_options,
+    add_translation_options,
+    input_format,
+)
 from batch.readers import InputFormat
 from nmt.options import decode_options
 from nmt.types import DecodeOptions
@@ -14,6 +19,7 @@ from nmt.types import DecodeOptions
 def parse(argv):
     parser = argparse.ArgumentParser()
     add_input_options(parser)
+    add_document_format_option(parser)
     add_translation_options(parser)
     return parser.parse_args(argv)
 
@@ -35,3 +41,11 @@ def test_input_format_follows_the_flags_else_the_file_name():
 def test_bad_values_name_the_value():
     with pytest.raises(ValueError, match="column=-1"):
         input_format(parse(["--column", "-1"]), "in.tsv")
+
+
+def test_document_format_defaults_to_sentences_and_takes_the_document_formats(capsys):
+    assert parse([]).document_format is None
+    assert parse(["--document-format", "xml"]).document_format == "xml"
+    with pytest.raises(SystemExit):
+        parse(["--document-format", "pdf"])
+    assert "invalid choice: 'pdf'" in capsys.readouterr().err

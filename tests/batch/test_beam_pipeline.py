@@ -67,3 +67,43 @@ def test_direct_runner_output_equals_nmt_batch(tmp_path, tiny_model_dir, tiny_pa
         "empty line", "too long: 90 characters, at most 80 are translated",
         "undecodable: not valid UTF-8 at byte 3"]
     assert beam == local
+
+
+def test_handler_translates_documents_when_given_a_format():
+    handler = TranslationModelHandler("unused", document_format="html")
+    batch = [(2, "Hi <b>there</b>. Bye."), (5, "Broken <b>tag."), (7, "One BAD. Two.")]
+
+    records = list(handler.run_inference(batch, FakeEngine(reject="BAD")))
+
+    assert [r["line"] for r in records] == [2, 5, 7]
+    assert records[0]["translation"] == "HI <b>THERE</b>. BYE."
+    assert [s["source"] for s in records[0]["sentences"]] == ["Hi there.", "Bye."]
+    assert records[1]["error"].startswith("malformed HTML: <b> is never closed at character 7")
+    assert records[2]["error"] == "sentence 1: rejected by the model: contains BAD"
+    with pytest.raises(ValueError, match="Received: document_format='pdf'"):
+        TranslationModelHandler("unused", document_format="pdf")
+
+
+def test_direct_runner_documents_equal_nmt_batch(tmp_path, tiny_model_dir):
+    from nmt_cli.main import main as nmt_main
+
+    lines = ["I love <b>you</b>. The cat is black.", "<p>Hello.</p><p>Thank <i>you</i>.</p>",
+             "Unclosed <b>tag.", "", "Good night."]
+    source = tmp_path / "in.html.txt"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    options = ["--model", str(tiny_model_dir), "--beam-size", "2", "--batch-size", "2",
+               "--document-format", "html"]
+    assert main(["--input", str(source), "--output", str(tmp_path / "beam" / "fr.jsonl"),
+                 "--num-shards", "1", "--runner", "DirectRunner", *options]) == 0
+    assert nmt_main(["batch", str(source), str(tmp_path / "local.jsonl"), "--no-progress",
+                     *options]) == 0
+
+    [shard] = (tmp_path / "beam").iterdir()
+    beam = sorted((json.loads(line) for line in shard.read_text().splitlines()),
+                  key=lambda record: record["line"])
+    local = [json.loads(line) for line in (tmp_path / "local.jsonl").read_text().splitlines()]
+    assert [r["line"] for r in local] == [1, 2, 3, 4, 5]
+    assert [len(r.get("sentences") or ()) for r in local] == [2, 2, 0, 0, 1]
+    assert local[1]["translation"].startswith("<p>") and local[2]["error"].startswith(
+        "malformed HTML")
+    assert beam == local
