@@ -8,6 +8,9 @@
   const form = $("form");
   const source = $("source");
   const target = $("target");
+  const documentBox = $("document");
+  const documentFormat = $("document-format");
+  const documentOutput = $("document-output");
   const beamSize = $("beam-size");
   const nBest = $("n-best");
   const tokenInput = $("token");
@@ -23,7 +26,7 @@
   // ColorBrewer "Blues": weight 0 is the lightest, weight 1 the darkest.
   const SCALE = [[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]];
 
-  let results = [];  // [{source, translation}] of the last answer
+  let results = [];  // [{source, translation}] of the last answer (a document's sentences)
   let view = null;   // the alignment being shown: words, links and their elements
 
   // --- helpers ---------------------------------------------------------------------------
@@ -117,10 +120,21 @@
 
   function syncMode() {
     const align = mode() === "align";
+    const documentMode = mode() === "document";
     $("target-field").hidden = !align;
     target.required = align;
+    $("source").parentElement.hidden = documentMode;
+    source.required = !documentMode;
+    $("document-field").hidden = !documentMode;
+    documentBox.required = documentMode;
     $("decode-options").hidden = align;
     submit.textContent = align ? "Align" : "Translate";
+  }
+
+  function decodeOptions() {
+    const beam = integerIn(beamSize, "Beam size");
+    const best = beam === null ? null : integerIn(nBest, "N-best");
+    return best === null ? null : { beamSize: beam, nBest: best };
   }
 
   function integerIn(input, label) {
@@ -136,14 +150,21 @@
 
   function buildRequest() {
     const lines = source.value.split("\n").map((line) => line.trim());
+    if (mode() === "document") {
+      const text = documentBox.value;
+      if (!text.trim()) return showError("Type an English document first.", documentBox);
+      const options = decodeOptions();
+      if (options === null) return null;
+      const format = `TEXT_FORMAT_${documentFormat.value.toUpperCase()}`;
+      return { path: "/v1/translate", document: text,
+               body: { sentences: [text], format, options } };
+    }
     if (mode() === "translate") {
       const sentences = lines.filter(Boolean);
       if (!sentences.length) return showError("Type an English sentence first.", source);
-      const beam = integerIn(beamSize, "Beam size");
-      const best = beam === null ? null : integerIn(nBest, "N-best");
-      if (best === null) return null;
-      return { path: "/v1/translate", sources: sentences,
-               body: { sentences, options: { beamSize: beam, nBest: best } } };
+      const options = decodeOptions();
+      if (options === null) return null;
+      return { path: "/v1/translate", sources: sentences, body: { sentences, options } };
     }
     const targets = target.value.split("\n").map((line) => line.trim());
     const sources = [];
@@ -174,14 +195,29 @@
     const started = performance.now();
     try {
       const answer = await call("POST", request.path, request.body);
-      const translations = align ? answer.alignments : answer.translations;
-      results = translations.map((translation, i) => ({ source: request.sources[i], translation }));
+      let count;
+      if (request.document !== undefined) {
+        const translated = answer.documents[0];
+        results = translated.sentences.map((s) => ({ source: s.sentence,
+                                                     translation: s.translation }));
+        showDocument(translated);
+        count = `1 document of ${plural(results.length, "sentence")}`;
+      } else {
+        const translations = align ? answer.alignments : answer.translations;
+        results = translations.map((translation, i) => ({ source: request.sources[i],
+                                                          translation }));
+        $("document-result").hidden = true;
+        count = plural(results.length, "sentence");
+      }
       const ms = Math.round(performance.now() - started);
-      const count = `${results.length} sentence${results.length === 1 ? "" : "s"}`;
       statusLine.textContent = `${align ? "Aligned" : "Translated"} ${count} in ${ms} ms ` +
                                `(model version ${answer.modelVersion}).`;
       showResults(align);
-      choose(0, 0);
+      if (results.length) {
+        choose(0, 0);
+      } else {
+        $("alignment").hidden = true;
+      }
       setState("done");
       if (!$("model-info").textContent.startsWith("Model")) loadModel();
     } catch (error) {
@@ -195,6 +231,31 @@
   }
 
   // --- results ---------------------------------------------------------------------------
+
+  function plural(count, noun) {
+    return `${count} ${noun}${count === 1 ? "" : "s"}`;
+  }
+
+  // The translated document as text, each sentence's translation a span that chooses it.
+  // Offsets count code points (the server's), so the text is sliced as an array of them.
+  function showDocument(translated) {
+    const chars = Array.from(translated.text);
+    const pieces = [];
+    let at = 0;
+    translated.sentences.forEach((sentence, i) => {
+      const [start, end] = [sentence.targetStart, sentence.targetEnd];
+      pieces.push(chars.slice(at, start).join(""));
+      const span = el("span", { class: "sentence", "data-sentence": i,
+                                title: `Sentence ${i + 1}: show its alignment` },
+                      chars.slice(start, end).join(""));
+      span.addEventListener("click", () => choose(i, 0));
+      pieces.push(span);
+      at = end;
+    });
+    pieces.push(chars.slice(at).join(""));
+    documentOutput.replaceChildren(...pieces);
+    $("document-result").hidden = false;
+  }
 
   function showResults(align) {
     $("results-heading").textContent = align ? "Alignments" : "Translations";
@@ -217,6 +278,9 @@
     for (const button of sentenceList.querySelectorAll(".hyp")) {
       const chosen = Number(button.dataset.sentence) === i && Number(button.dataset.hypothesis) === k;
       button.setAttribute("aria-pressed", String(chosen));
+    }
+    for (const span of documentOutput.querySelectorAll(".sentence")) {
+      span.classList.toggle("chosen", Number(span.dataset.sentence) === i);
     }
     const { source: text, translation } = results[i];
     showAlignment(text, translation.sourceTokens, translation.hypotheses[k]);
@@ -341,7 +405,7 @@
   form.addEventListener("submit", onSubmit);
   for (const radio of form.elements.mode) radio.addEventListener("change", syncMode);
   beamSize.addEventListener("input", syncNBest);
-  for (const box of [source, target]) {
+  for (const box of [source, target, documentBox]) {
     box.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
         event.preventDefault();

@@ -152,6 +152,73 @@ def test_a_mismatched_align_input_is_reported_in_the_alert(server, browser):
     assert browser.switch_to.active_element.get_attribute("id") == "target"
 
 
+DOCUMENT = "Click <b>Save</b> to keep your changes. Then close the <i>window</i>.\n\nThank you."
+
+
+def _document_on_page(browser, url, text, format):
+    """Opens the page in document mode, types `text` in `format` and translates it."""
+    from selenium.webdriver.support.ui import Select
+
+    browser.set_window_size(1200, 900)
+    browser.get(url)
+    page.wait_for_state(browser, ("ready",))
+    browser.find_element("css selector", "input[name=mode][value=document]").click()
+    assert not browser.find_element("id", "source").is_displayed()
+    Select(browser.find_element("id", "document-format")).select_by_value(format)
+    box = browser.find_element("id", "document")
+    box.clear()
+    box.send_keys(text)
+    browser.find_element("id", "submit").click()
+    return page.wait_for_state(browser, ("done", "error"))
+
+
+def test_document_mode_shows_the_translated_markup_and_each_sentences_alignment(server,
+                                                                               browser):
+    expected = _api(server, "/v1/translate", {"sentences": [DOCUMENT],
+                                              "format": "TEXT_FORMAT_HTML"})
+    [document] = expected["documents"]
+    sentences = document["sentences"]
+
+    assert _document_on_page(browser, _url(server), DOCUMENT, "html") == "done"
+
+    output = browser.find_element("id", "document-output")
+    shown = browser.execute_script("return arguments[0].textContent", output)
+    assert shown == document["text"] and shown.count("<b>") == 1  # markup shown as text
+    assert "\n\n" in shown  # the paragraph break is kept
+    spans = _css(browser, "#document-output .sentence")
+    assert [browser.execute_script("return arguments[0].textContent", span) for span in spans
+            ] == [document["text"][s["targetStart"]:s["targetEnd"]] for s in sentences]
+    assert [e.text for e in _css(browser, ".source-text")] == [s["sentence"] for s in sentences]
+    assert "1 document of 3 sentences" in browser.find_element("id", "status").text
+    assert "chosen" in _classes(spans[0])
+
+    spans[1].click()  # the second sentence's alignment, through the existing view
+    second = sentences[1]["translation"]
+    assert "chosen" in _classes(spans[1]) and "chosen" not in _classes(spans[0])
+    assert [w.text for w in _css(browser, ".words.source .word")] == (
+        sentences[1]["sentence"].split())
+    assert [w.text for w in _css(browser, ".words.target .word")] == (
+        second["hypotheses"][0]["text"].split())
+    assert len(_css(browser, "#heatmap tbody tr")) == len(
+        second["hypotheses"][0]["targetTokens"])
+
+    browser.set_window_size(390, 844)  # the format choice and the markup fit a phone
+    try:
+        overflow = browser.execute_script(
+            "return document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the page is {overflow}px wider than a phone"
+    finally:
+        browser.set_window_size(1200, 900)
+
+
+def test_document_mode_reports_malformed_markup(server, browser):
+    assert _document_on_page(browser, _url(server), "Hi <b>there.", "html") == "error"
+
+    error = browser.find_element("id", "error").text
+    assert "document 0 is not valid HTML: <b> is never closed at character 3" in error
+    assert not browser.find_element("id", "document-result").is_displayed()
+
+
 def test_phone_width_labels_and_keyboard(server, browser, tmp_path):
     browser.set_window_size(390, 844)
     try:
