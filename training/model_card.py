@@ -18,16 +18,17 @@ import json
 from pathlib import Path
 
 from nmt.constants import METADATA_PATH
+from nmt.precision import BOTH, export_flag
 
 ATTRIBUTION = "Sentence pairs from www.manythings.org/anki and tatoeba.org (CC-BY 2.0 FR)"
 
 def _export_options(average: int, precision: str, links: str = "argmax") -> str:
     options = f" --average {average}" if average else ""
-    options += f" --precision {precision}" if precision != "float32" else ""
+    options += f" --precision {precision}" if precision != BOTH else ""
     return options + (f" --links {links}" if links != "argmax" else "")
 
 
-def reproduce(version: str, average: int = 0, precision: str = "float32",
+def reproduce(version: str, average: int = 0, precision: str = BOTH,
               shortlist: dict | None = None, start: dict | None = None,
               run_name: str = "en-fr", links: str = "argmax") -> tuple[str, ...]:
     """The commands that produce export `version` and its scores (from the repo root,
@@ -38,6 +39,7 @@ def reproduce(version: str, average: int = 0, precision: str = "float32",
             (a frozen alignment head): its export is reproduced first.
         run_name: the run's config name (`training/configs/<run_name>.yaml`).
         links: the export's word-link rule.
+        precision: its `nmt export --precision` (`nmt.precision.export_flag`).
     """
     export = f"models/en-fr/{version}"
     data = "../shared/data"
@@ -50,7 +52,7 @@ def reproduce(version: str, average: int = 0, precision: str = "float32",
     run = "runs/en-fr"
     if start:
         base = _export_options(len(start.get("averaged_checkpoints") or ()),
-                               start.get("precision", "float32"))
+                               export_flag(start))
         training += [
             f"nmt export --run runs/en-fr --out models/en-fr --version {start['version']}{base} "
             "\\\n    --metadata training/configs/en-fr.metadata.json",
@@ -130,9 +132,14 @@ def _head(summary: dict, model: dict, minutes: float, metadata_links: str) -> li
     keys = {"encoder": "the encoder states", "embedding": "the source piece embeddings",
             "both": "the encoder states and source piece embeddings"}[
         model.get("alignment_head_keys", "encoder")]
+    context = model.get("alignment_head_context") or 0
+    reads = ("[h_j; embedding(y_j)] (it has read the piece it aligns)" if not context else
+             f"[h_j; embedding(y_j)] followed by a bidirectional LSTM ({context} units a "
+             "direction) over those vectors along the whole target (it has read the piece it "
+             "aligns and the pieces around it)")
     lines = [
         f"- Alignment head: a `{model['alignment_head']}` attention whose query for target "
-        f"piece j is [h_j; embedding(y_j)] (it has read the piece it aligns) and whose keys "
+        f"piece j is {reads} and whose keys "
         f"are {keys}; it gives `alignments` and the word links (read by the "
         f"`{metadata_links}` rule), and does not feed the prediction; the decoder's own "
         f"attention is the `attention` output. Supervised by eflomal word alignments of "
@@ -174,6 +181,11 @@ def _weights(metadata: dict) -> str:
 
 
 def _precision(precision: str) -> str:
+    """What the export computes in, from its `nmt export --precision`."""
+    if precision == BOTH:
+        return ("carries two paths over float32 weights: float32 in `serving_default` and "
+                "bfloat16 matrix products in `serving_bfloat16` (loaders pick bfloat16 where "
+                "the CPU has a bfloat16 unit)")
     if precision == "float32":
         return "computes in float32"
     return (f"multiplies matrices in {precision} when translating (weights stored in "
@@ -228,7 +240,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         f"- Joint SentencePiece vocabulary of {model['target_vocab_size']} pieces, "
         "applied inside the graph (tensorflow-text).",
         f"- {summary['parameters']:,} parameters; the export is {_size_mb(export):.1f} MB "
-        f"and {_precision(metadata.get('precision', 'float32'))}."
+        f"and {_precision(export_flag(metadata))}."
         + _shortlist(metadata.get("shortlist")),
         "",
         "## Data",
@@ -281,7 +293,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "",
         "```sh",
         *reproduce(export.name, len(metadata.get("averaged_checkpoints") or ()),
-                   metadata.get("precision", "float32"), metadata.get("shortlist"),
+                   export_flag(metadata), metadata.get("shortlist"),
                    summary.get("starting_model"), summary["name"],
                    metadata.get("word_links", "argmax")),
         "```",

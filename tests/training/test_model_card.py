@@ -82,7 +82,15 @@ def test_card_of_an_averaged_export_says_so(tmp_path):
     assert "a machine the run did not record" in card
     assert "No guided alignment" in card
     assert "No joined examples" in card and "computes in float32" in card
+    assert "--average 2 --precision float32" in card  # a one-path export says which
     assert "shortlist" not in card
+
+    metadata = json.loads((export / METADATA_PATH).read_text())
+    (export / METADATA_PATH).write_text(json.dumps(
+        {**metadata, "precision": "float32", "precisions": ["float32", "bfloat16"]}))
+    card = render(run, {}, export)
+    assert "carries two paths over float32 weights" in card and "`serving_bfloat16`" in card
+    assert "--precision" not in card  # both paths: the export's default
 
 
 def test_card_of_a_frozen_head_describes_the_head_and_the_model_under_it(tmp_path):
@@ -130,3 +138,13 @@ def test_card_of_a_frozen_head_describes_the_head_and_the_model_under_it(tmp_pat
     assert "best dev BLEU" not in card
     assert "No guided alignment" not in card  # the decoder's attention is version 4's, guided
     assert "; guided alignment: attention supervised by eflomal" in card
+    assert "followed by a bidirectional LSTM" not in card
+
+    # A head with a target context says so.
+    metadata = json.loads((export / METADATA_PATH).read_text())
+    metadata["model_config"]["alignment_head_context"] = 256
+    (export / METADATA_PATH).write_text(json.dumps(metadata))
+    card = render(run, {"alignment": {"aer": 0.21, "precision": 0.8, "recall": 0.7,
+                                      "pairs": 522}}, export)
+    assert ("[h_j; embedding(y_j)] followed by a bidirectional LSTM (256 units a direction) "
+            "over those vectors along the whole target") in card
