@@ -16,7 +16,7 @@ from batch.options import (
 )
 from batch.readers import open_input
 from batch.records import OUTPUT_FORMATS, detect_output_format
-from nmt.options import decode_options
+from nmt.options import add_precision_option, decode_options, local_precision
 
 log = logging.getLogger("nmt.batch")
 
@@ -44,6 +44,7 @@ def add_batch_parser(sub) -> None:
                    help="lines sorted by length and committed together (default 2000)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_translation_options(p)
+    add_precision_option(p)
     p.set_defaults(func=run_batch)
 
 
@@ -51,11 +52,12 @@ def _make_engine(args):
     from batch.engines import LocalEngine, ServerEngine
 
     options = decode_options(args)
+    precision = local_precision(args)
     if args.server:
         certificates = args.ca_cert.read_bytes() if args.ca_cert else None
         return ServerEngine.connect(args.server, options, args.batch_size, timeout=args.timeout,
                                     root_certificates=certificates, token=args.token)
-    return LocalEngine.load(args.model, options, args.batch_size)
+    return LocalEngine.load(args.model, options, args.batch_size, precision)
 
 
 def _config(args):

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from nmt.constants import DEFAULT_BATCH_SIZE, MAX_SENTENCE_TOKENS
+from nmt.precision import AUTO
 from nmt.types import DecodeOptions, Translation
 
 log = logging.getLogger("nmt.batch")
@@ -94,10 +95,11 @@ class LocalEngine:
 
     @classmethod
     def load(cls, model: str | os.PathLike, options: DecodeOptions,
-             batch_size: int = DEFAULT_BATCH_SIZE) -> LocalEngine:
+             batch_size: int = DEFAULT_BATCH_SIZE, precision: str = AUTO) -> LocalEngine:
+        """Loads `model` (see `Translator.load`, which reads `precision`)."""
         from nmt.translator import Translator
 
-        return cls(Translator.load(model), options, batch_size)
+        return cls(Translator.load(model, precision), options, batch_size)
 
     def translate(self, sentences: Sequence[str]) -> list[Translation]:
         import tensorflow as tf
@@ -111,8 +113,12 @@ class LocalEngine:
         return results
 
     def settings(self) -> dict:
-        return {"model": self.translator.info.path, "batch_size": self.batch_size,
-                "options": dataclasses.asdict(self.options)}
+        info = self.translator.info
+        settings = {"model": info.path, "batch_size": self.batch_size,
+                    "options": dataclasses.asdict(self.options)}
+        if len(info.precisions) > 1:  # the path changes the output; one-path exports as before
+            settings["precision"] = info.precision
+        return settings
 
 
 def _status_name(error: Exception) -> str | None:

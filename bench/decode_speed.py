@@ -5,14 +5,19 @@ test sentences, image captions and news-discussion comments) through
 `nmt.translator.Translator` (the path of the server, batch jobs and CLI:
 in-graph tokenisation, search, alignments and word links, then NumPy
 results), in batches taken in file order and in batches of sentences sorted
-by length, for each beam size and batch size asked. Prints a Markdown
-table with sentences/s, target tokens/s, the useful work done per second
-and its fraction of the machine's measured float32 matrix-multiply peak.
+by length, for each beam size and batch size asked, on each precision path
+asked (`--precision float32,bfloat16` times both paths of one export; auto
+is the path `nmt serve` would pick on this CPU). Prints the CPU and its
+bfloat16 units, and a Markdown table with sentences/s, target tokens/s, the
+useful work done per second and its fraction of the machine's measured
+float32 matrix-multiply peak.
 
     python bench/decode_speed.py [models/en-fr] [--sentences FILE] [--limit N]
         [--beams 1,5] [--batches 64] [--orders file,sorted]
+        [--precision auto|float32|bfloat16|float32,bfloat16]
 
-Useful work counts, per sentence, the encoder over its source pieces and
+With several paths the peak RSS column is the process's peak so far (both
+paths loaded). Useful work counts, per sentence, the encoder over its source pieces and
 `beam` decoder steps for each piece of the best translation (shapes from
 `bench/flops.py`); steps spent on finished or padded hypotheses are
 not counted, so the fraction shows what the search wastes too.
@@ -37,6 +42,7 @@ from bench.inputs import SENTENCES_HELP, TRAFFIC_MIX, machine, read_sentences  #
 from bench.memory import peak_rss_mb  # noqa: E402
 from nmt.model import ModelConfig  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
+from nmt.precision import AUTO, LOAD_CHOICES, cpu_bfloat16_units  # noqa: E402
 from nmt.translator import Translator  # noqa: E402
 
 ORDERS = ("file", "sorted")
@@ -95,6 +101,14 @@ def order_list(text: str) -> list[str]:
     return values
 
 
+def precision_list(text: str) -> list[str]:
+    values = [x.strip() for x in text.split(",") if x.strip()]
+    if not values or set(values) - set(LOAD_CHOICES):
+        raise argparse.ArgumentTypeError(
+            f"expected precisions from {','.join(LOAD_CHOICES)}; got {text!r}")
+    return list(dict.fromkeys(values))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", nargs="?", default=str(DEFAULT_MODEL_DIR),
@@ -106,6 +120,10 @@ def main() -> None:
     parser.add_argument("--batches", type=int_list, default=[64], help="e.g. 1,64")
     parser.add_argument("--orders", type=order_list, default=list(ORDERS),
                         help="file and/or sorted (default: both)")
+    parser.add_argument("--precision", type=precision_list, default=[AUTO],
+                        help="the export's paths to time, e.g. float32,bfloat16 (an export "
+                             "made with nmt export --precision both carries the two); auto: "
+                             "the one nmt serve picks on this CPU (default)")
     args = parser.parse_args()
     if args.limit < 0:
         parser.error(f"--limit must be 0 (all) or positive; got {args.limit}")
@@ -114,31 +132,39 @@ def main() -> None:
     if args.limit:
         sentences = sentences[: args.limit]
     try:
-        translator = Translator.load(args.model)
+        translators = [Translator.load(args.model, precision) for precision in args.precision]
     except FileNotFoundError as error:
         raise SystemExit(
             f"{error}; export a model first (nmt export) or pass its directory"
         ) from None
+    except ValueError as error:  # a path the export does not carry
+        raise SystemExit(str(error)) from None
     peak = matmul_peak(tf.float32)
     rows = []
-    for beam in args.beams:
-        for batch in args.batches:
-            for order in args.orders:
-                r = time_setting(translator, in_order(sentences, order), beam, batch)
-                rows.append(
-                    f"| {beam} | {batch} | {order} | {r['sentences']} | "
-                    f"{r['sentences_per_s']:,.1f} | {r['tokens_per_s']:,.0f} | "
-                    f"{r['gflops']:,.1f} | {r['gflops'] / peak:.1%} | {r['peak_rss_mb']:,.0f} |"
-                )
-                print(rows[-1], file=sys.stderr, flush=True)  # progress
+    for translator in translators:
+        for beam in args.beams:
+            for batch in args.batches:
+                for order in args.orders:
+                    r = time_setting(translator, in_order(sentences, order), beam, batch)
+                    rows.append(
+                        f"| {translator.info.precision} | {beam} | {batch} | {order} | "
+                        f"{r['sentences']} | {r['sentences_per_s']:,.1f} | "
+                        f"{r['tokens_per_s']:,.0f} | {r['gflops']:,.1f} | "
+                        f"{r['gflops'] / peak:.1%} | {r['peak_rss_mb']:,.0f} |"
+                    )
+                    print(rows[-1], file=sys.stderr, flush=True)  # progress
 
-    info = translator.info
-    print(f"model: {info.path} ({info.name}, {info.attention}), sentences: {args.sentences}")
-    print(f"machine: {machine()}, TensorFlow {tf.__version__}; "
+    info = translators[0].info
+    print(f"model: {info.path} ({info.name}, {info.attention}; carries "
+          f"{', '.join(info.precisions)}), sentences: {args.sentences}")
+    units = ", ".join(cpu_bfloat16_units()) or "none (bfloat16 is emulated)"
+    print(f"machine: {machine()}, TensorFlow {tf.__version__}; bfloat16 units: {units}; "
           f"float32 matmul peak {peak:,.0f} GFLOP/s")
-    print("\n| beam | batch | order | sentences | sentences/s | target tokens/s | "
+    for translator in translators:
+        print(f"precision {translator.info.precision}: {translator.info.precision_reason}")
+    print("\n| precision | beam | batch | order | sentences | sentences/s | target tokens/s | "
           "useful GFLOP/s | of peak | peak RSS (MB) |")
-    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
 
 

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import tensorflow as tf
@@ -20,6 +21,7 @@ import tensorflow as tf
 from nmt import alignment, step_kernels
 from nmt.constants import MAX_SENTENCE_TOKENS, METADATA_PATH
 from nmt.model import ModelConfig, Seq2Seq
+from nmt.precision import BFLOAT16, FLOAT32, export_flag, export_paths, signature_name
 from nmt.search import VOCAB_BLOCK, beam_search, tile_beams
 from nmt.shortlist import Shortlist, batch_vocabulary, sentence_vocabularies
 from nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, TokenizerPair
@@ -51,17 +53,27 @@ class TranslationModule(tf.Module):
             `nmt.alignment.GRAPH_LINK_RULES`; default argmax).
         matmul_dtype: dtype of the matrix products of the encoder and the
             decoder step in translation (`tf.bfloat16` casts their weights
-            once per call); everything else computes in float32.
+            once per call); everything else computes in float32. The path of
+            `translate`, `translate_with_options` and the standard signatures.
+        parallel_precisions: further paths (names of `EXPORT_PRECISIONS`), each
+            with its own `translate_<p>` and `translate_with_options_<p>`,
+            exported as `serving_<p>` and `translate_with_options_<p>`
+            (`nmt.precision`).
         shortlist: restricts each sentence's search to the target ids it lists
             for the sentence (`nmt.shortlist`); None searches the whole
             vocabulary. `align` always scores over the whole vocabulary.
     """
 
     def __init__(self, model: Seq2Seq, tokenizers: TokenizerPair, metadata: dict | None = None,
-                 matmul_dtype: tf.DType = tf.float32, shortlist: Shortlist | None = None):
+                 matmul_dtype: tf.DType = tf.float32, shortlist: Shortlist | None = None,
+                 parallel_precisions: Sequence[str] = ()):
         super().__init__(name="translation")
         self.model = model
         self.matmul_dtype = matmul_dtype
+        self.precisions = (matmul_dtype.name, *[p for p in parallel_precisions
+                                                if p != matmul_dtype.name])
+        for precision in self.precisions[1:]:
+            self._add_path(precision)
         self.shortlist = shortlist
         if shortlist is not None:  # saved with the weights
             self.shortlist_frequent = tf.Variable(shortlist.frequent, trainable=False,
@@ -102,7 +114,43 @@ class TranslationModule(tf.Module):
         if shortlist is not None and source:
             metadata["shortlist"] = {"corpus": source}
         return TranslationModule(self.model, self.tokenizers, metadata, self.matmul_dtype,
-                                 shortlist)
+                                 shortlist, self.precisions[1:])
+
+    def path_function(self, name: str, precision: str):
+        """`translate` or `translate_with_options` of the path `precision` (one of
+        `self.precisions`)."""
+        if precision not in self.precisions:
+            raise ValueError(f"precision must be one of this module's {self.precisions}. "
+                             f"Received: precision={precision!r}")
+        suffix = "" if precision == self.precisions[0] else f"_{precision}"
+        return getattr(self, name + suffix)
+
+    def _add_path(self, precision: str) -> None:
+        """Adds `translate_<precision>` and `translate_with_options_<precision>`: the
+        standard functions with the matrix products in that dtype."""
+        if precision not in EXPORT_PRECISIONS:
+            raise ValueError(f"precision must be one of {tuple(EXPORT_PRECISIONS)}. "
+                             f"Received: precision={precision!r}")
+        dtype = EXPORT_PRECISIONS[precision]
+
+        @tf.function(input_signature=[_STRINGS, *_OPTION_SPECS.values()])
+        def translate_with_options(sentences, beam_size, max_length_ratio, max_length_offset,
+                                   length_penalty, coverage_penalty, n_best, replace_unknown):
+            options = {
+                "beam_size": beam_size, "max_length_ratio": max_length_ratio,
+                "max_length_offset": max_length_offset, "length_penalty": length_penalty,
+                "coverage_penalty": coverage_penalty, "n_best": n_best,
+                "replace_unknown": replace_unknown,
+            }
+            return self._translate(sentences, options, dtype)
+
+        @tf.function(input_signature=[_STRINGS])
+        def translate(sentences):
+            out = translate_with_options(sentences, **DEFAULT_OPTIONS)
+            return {key: value[:, 0] for key, value in out.items()}
+
+        setattr(self, f"translate_with_options_{precision}", translate_with_options)
+        setattr(self, f"translate_{precision}", translate)
 
     # --- the graph ----------------------------------------------------------------
 
@@ -112,15 +160,17 @@ class TranslationModule(tf.Module):
         eos = tf.fill([ids.nrows(), 1], tf.constant(EOS_ID, ids.dtype))
         return _dense(tf.concat([ids, eos], axis=1))  # (batch, S)
 
-    def _search(self, source, options):
-        """Beam search -> `(SearchResult, head rows (batch, N, T, S) or None)`."""
-        values, mask = step_kernels.encode(self.model.encoder, source, self.matmul_dtype)
+    def _search(self, source, options, matmul_dtype=None):
+        """Beam search -> `(SearchResult, head rows (batch, N, T, S) or None)`, matrix
+        products in `matmul_dtype` (None: the module's)."""
+        matmul_dtype = self.matmul_dtype if matmul_dtype is None else matmul_dtype
+        values, mask = step_kernels.encode(self.model.encoder, source, matmul_dtype)
         memory = self.model.prepare_memory(source, values, mask)
         batch = tf.shape(source)[0]
         beam = options["beam_size"]
         # The memory stays one row per sentence: a step attends with K queries per sentence.
         state = tile_beams(self.model.initial_state(memory), beam)
-        kernels = self.model.decoder.cast_kernels(self.matmul_dtype)  # once, not per step
+        kernels = self.model.decoder.cast_kernels(matmul_dtype)  # once, not per step
         # PAD and BOS never occur inside a target sentence; an untrained or weak
         # model could still pick them, so they are excluded from the search.
         if self.shortlist is None:
@@ -185,10 +235,10 @@ class TranslationModule(tf.Module):
         in_target = tf.sequence_mask(result.lengths, shape[2])[..., None]  # (B, N, T, 1)
         return tf.where(in_target, rows, 0.0)
 
-    def _translate(self, sentences, options):
+    def _translate(self, sentences, options, matmul_dtype=None):
         """All outputs with an n-best axis N: `(batch, N, ...)`."""
         source = self._encode_sources(sentences)  # (batch, S)
-        result, head = self._search(source, options)
+        result, head = self._search(source, options, matmul_dtype)
         batch, n_best = tf.shape(result.tokens)[0], tf.shape(result.tokens)[1]
         flat = lambda t: tf.reshape(t, tf.concat([[-1], tf.shape(t)[2:]], 0))  # noqa: E731
         tokens, lengths = flat(result.tokens), flat(result.lengths)  # (B*N, T), (B*N,)
@@ -275,8 +325,8 @@ def _dense(ids: tf.RaggedTensor) -> tf.Tensor:
 
 # How an exported graph translates: all float32, or the matrix products of the encoder and
 # the search step in bfloat16 (float32 weights cast once per call; AMX or AVX512-BF16 make
-# them faster).
-EXPORT_PRECISIONS = {"float32": tf.float32, "bfloat16": tf.bfloat16}
+# them faster). An export carries one path or both (`nmt.precision`).
+EXPORT_PRECISIONS = {FLOAT32: tf.float32, BFLOAT16: tf.bfloat16}
 
 
 def build_module(config: ModelConfig, tokenizers: TokenizerPair,
@@ -285,17 +335,19 @@ def build_module(config: ModelConfig, tokenizers: TokenizerPair,
     """A fresh (untrained) model wrapped in a `TranslationModule`.
 
     Args:
-        precision: a key of `EXPORT_PRECISIONS`; recorded in the metadata.
+        precision: one of `nmt.precision.EXPORT_CHOICES`: `both` (float32 in the
+            standard functions and signatures, bfloat16 products in parallel ones),
+            or the one path `float32` or `bfloat16`. The metadata records
+            `precision` (the standard signatures' path) and `precisions` (all).
         shortlist: see `TranslationModule`.
     """
-    if precision not in EXPORT_PRECISIONS:
-        raise ValueError(
-            f"precision must be one of {tuple(EXPORT_PRECISIONS)}. Received: {precision!r}"
-        )
+    paths = export_paths(precision)
     model = Seq2Seq(config, dtype="float32")
     model.build_for()
-    return TranslationModule(model, tokenizers, {**(metadata or {}), "precision": precision},
-                             matmul_dtype=EXPORT_PRECISIONS[precision], shortlist=shortlist)
+    metadata = {**(metadata or {}), "precision": paths[0], "precisions": list(paths)}
+    return TranslationModule(model, tokenizers, metadata,
+                             matmul_dtype=EXPORT_PRECISIONS[paths[0]], shortlist=shortlist,
+                             parallel_precisions=paths[1:])
 
 
 def _with_shortlist_settings(metadata: dict, shortlist: Shortlist | None) -> dict:
@@ -315,7 +367,10 @@ def export_saved_model(module: TranslationModule, base_dir: str | os.PathLike,
 
     Signatures: `serving_default` (sentences -> best translation and
     alignments), `translate_with_options` (explicit decoding options, n-best
-    axis) and `align` (sources, targets -> forced alignment).
+    axis) and `align` (sources, targets -> forced alignment), in the module's
+    first path; for each further path `p`, `serving_<p>` and
+    `translate_with_options_<p>` (`nmt.precision`). The metadata records the
+    paths (`precision`: the standard signatures', `precisions`: all).
 
     The export is written under a temporary name and renamed into place, so a
     server watching `base_dir` never sees a half-written version. With
@@ -334,9 +389,16 @@ def export_saved_model(module: TranslationModule, base_dir: str | os.PathLike,
         "translate_with_options": module.translate_with_options,
         "align": module.align,
     }
+    default = module.precisions[0]
+    for precision in module.precisions[1:]:
+        for name, function in (("serving_default", "translate"),
+                               ("translate_with_options", "translate_with_options")):
+            signatures[signature_name(name, precision, default)] = module.path_function(
+                function, precision)
     tf.saved_model.save(module, str(staging), signatures=signatures)
     config = module.model.config
     metadata = {"attention": config.architecture_name(), **module.metadata,
+                "precision": default, "precisions": list(module.precisions),
                 "model_config": config.to_dict()}
     (staging / METADATA_PATH).parent.mkdir(exist_ok=True)
     (staging / METADATA_PATH).write_text(json.dumps(metadata, indent=2) + "\n")
@@ -362,12 +424,12 @@ def module_from_export(version_dir: str | os.PathLike,
     with the export's shortlist if it has one (`with_shortlist` changes it).
 
     Args:
-        precision: as for `build_module`; None keeps the export's own.
+        precision: as for `build_module`; None keeps the export's own paths.
     """
     version_dir = Path(version_dir)
     metadata = read_metadata(version_dir)
     config = ModelConfig.from_dict(metadata.pop("model_config"))
-    precision = precision or metadata.get("precision", "float32")
+    precision = precision or export_flag(metadata)
     loaded = tf.saved_model.load(str(version_dir))
     tokenizers = TokenizerPair(
         source=SubwordTokenizer(_asset_bytes(loaded.source_tokenizer), "en"),

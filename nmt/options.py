@@ -1,6 +1,6 @@
 """Command-line options shared by `nmt translate`, `nmt evaluate`, `nmt batch`, the Beam
-pipeline, `nmt serve` and the benchmarks: decoding options, TensorFlow's thread pools
-and the default model directory.
+pipeline, `nmt serve` and the benchmarks: decoding options, the export's precision path,
+TensorFlow's thread pools and the default model directory.
 
 No TensorFlow import: parsers are built before TensorFlow loads.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from nmt.precision import AUTO, LOAD_CHOICES
 from nmt.types import DecodeOptions
 
 # The shipped model (base directory of `<version>/` SavedModels) in a checkout.
@@ -44,6 +45,29 @@ def decode_options(args: argparse.Namespace) -> DecodeOptions:
         coverage_penalty=args.coverage_penalty, max_length_ratio=args.max_length_ratio,
         replace_unknown=not args.no_replace_unknown,
     )
+
+
+def add_precision_option(parser: argparse.ArgumentParser) -> None:
+    """Adds `--precision auto|float32|bfloat16`: the export's path to translate with
+    (`nmt.precision`)."""
+    parser.add_argument("--precision", choices=LOAD_CHOICES, default=AUTO,
+                        help="matrix products in float32 or bfloat16 (an export made with "
+                             "--precision both carries the two); auto (the default): bfloat16 "
+                             "where the CPU has a bfloat16 unit (AMX, AVX512-BF16, Arm BF16), "
+                             "else float32")
+
+
+def local_precision(args: argparse.Namespace) -> str:
+    """The `--precision` of arguments parsed with `add_precision_option`.
+
+    Raises:
+        ValueError: a path is named with `--server`: a server translates on the
+            path it chose (`nmt serve --precision`).
+    """
+    if getattr(args, "server", None) and args.precision != AUTO:
+        raise ValueError(f"--precision {args.precision} applies to a local --model; a server "
+                         "translates on the path it chose (nmt serve --precision)")
+    return args.precision
 
 
 def add_thread_options(parser: argparse.ArgumentParser, intra_op_default: int = 0) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 from collections.abc import Sequence
 
@@ -19,6 +20,7 @@ import tensorflow_text  # noqa: F401  (registers the SentencePiece ops the graph
 from nmt import confidence, word_links
 from nmt.constants import METADATA_PATH
 from nmt.paths import resolve_version_dir
+from nmt.precision import AUTO, FLOAT32, carried_paths, choose_precision, signature_name
 from nmt.types import (
     DecodeOptions,
     Hypothesis,
@@ -27,6 +29,8 @@ from nmt.types import (
     parse_pharaoh,
     sentence_list,
 )
+
+log = logging.getLogger("nmt.translator")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +48,11 @@ class ModelInfo:
         alignment: where `Hypothesis.alignment` comes from: `"alignment_head"`
             or `"attention"` (the decoder's).
         word_links: the rule of the exported word links (`nmt.word_links`).
+        precision: the path translations run on: `"float32"` or `"bfloat16"`
+            matrix products (`nmt.precision`).
+        precisions: the paths the export carries, its standard signatures' first.
+        precision_reason: why `precision` was chosen, e.g. "auto: the CPU has
+            avx512_bf16".
     """
 
     name: str
@@ -55,6 +64,9 @@ class ModelInfo:
     metadata: dict
     alignment: str = "attention"
     word_links: str = word_links.DEFAULT_LINK_RULE
+    precision: str = FLOAT32
+    precisions: tuple[str, ...] = (FLOAT32,)
+    precision_reason: str = ""
 
 
 def _strings(values: np.ndarray) -> list[str]:
@@ -71,26 +83,45 @@ class Translator:
     """Translates with an exported SavedModel.
 
     Use `Translator.load(path)`; `path` is a version directory or a base
-    directory whose highest version is loaded.
+    directory whose highest version is loaded. Translations run on the path
+    `info.precision` of the export; forced alignment (`align`) computes in
+    float32 on every path.
     """
 
     def __init__(self, loaded, info: ModelInfo):
         self._loaded = loaded
-        self._translate = loaded.signatures["translate_with_options"]
+        name = signature_name("translate_with_options", info.precision, info.precisions[0])
+        if name not in loaded.signatures:
+            raise ValueError(f"the export {info.path} has no {name} signature for its "
+                             f"{info.precision} path: re-export it (nmt export --from-export)")
+        self._translate = loaded.signatures[name]
         self._align = loaded.signatures["align"]
         self.info = info
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> Translator:
+    def load(cls, path: str | os.PathLike, precision: str = AUTO) -> Translator:
         """Loads a version directory, or the highest version under a base directory.
+
+        Args:
+            path: a version directory, or a base directory of them.
+            precision: the path to translate with: `"float32"`, `"bfloat16"`, or
+                `"auto"`, which reads the CPU's features: bfloat16 where it has a
+                bfloat16 unit (AMX, AVX512-BF16, Arm BF16), else float32, and the
+                only path of an export that carries one (see `nmt.precision` for
+                why features rather than timings). The choice is logged and
+                kept in `info.precision` and `info.precision_reason`.
 
         Raises:
             FileNotFoundError: no SavedModel at `path`.
+            ValueError: `precision` is unknown, or names a path the export
+                does not carry.
         """
         version_dir = resolve_version_dir(path)
-        loaded = tf.saved_model.load(str(version_dir))
         metadata_path = version_dir / METADATA_PATH
         metadata = json.loads(metadata_path.read_text()) if metadata_path.exists() else {}
+        carried = carried_paths(metadata)
+        choice = choose_precision(precision, carried, where=f"the export {version_dir}")
+        loaded = tf.saved_model.load(str(version_dir))
         config = metadata.get("model_config", {})
         info = ModelInfo(
             name=str(metadata.get("name", version_dir.parent.name)),
@@ -102,7 +133,10 @@ class Translator:
             metadata=metadata,
             alignment="alignment_head" if config.get("alignment_head") else "attention",
             word_links=str(metadata.get("word_links", word_links.DEFAULT_LINK_RULE)),
+            precision=choice.precision, precisions=carried, precision_reason=choice.reason,
         )
+        log.info("%s version %s translates with %s matrix products (%s)", info.name,
+                 info.version, info.precision, info.precision_reason)
         return cls(loaded, info)
 
     def translate(self, sentences: Sequence[str], options: DecodeOptions | None = None, *,

@@ -94,7 +94,8 @@ def model_info_to_proto(info, limits):
         scores=flatten_scores(metadata.get("scores", {})),
         metadata_json=json.dumps(metadata, default=str),
         limits=pb2.ServerLimits(**dataclasses.asdict(limits)),
-        alignment=info.alignment, word_links=info.word_links)
+        alignment=info.alignment, word_links=info.word_links,
+        precision=info.precision, precisions=info.precisions)
 
 
 def flatten_scores(scores, prefix: str = "") -> dict[str, float]:
@@ -194,6 +195,8 @@ def model_info_from_proto(message) -> dict:
         "attention": message.attention,
         "alignment": message.alignment,
         "word_links": message.word_links,
+        "precision": message.precision,
+        "precisions": list(message.precisions),
         "source_vocab_size": message.source_vocab_size,
         "target_vocab_size": message.target_vocab_size,
         "attribution": message.attribution,

@@ -103,7 +103,7 @@ def translate_command(args) -> int:
         return 0
     from nmt.translator import Translator
 
-    translator = Translator.load(args.model)
+    translator = Translator.load(args.model, args.precision)
     for line in translate_lines(lines, args.format, lambda s: translator.translate(s, options)):
         print(line)
     return 0

@@ -12,7 +12,14 @@ from pathlib import Path
 # None of these imports TensorFlow (a test checks it): `quiet_framework_logs` must run first.
 from batch.cli import add_batch_parser
 from nmt.constants import DEFAULT_BATCH_SIZE
-from nmt.options import DEFAULT_MODEL_DIR, add_decode_options, decode_options
+from nmt.options import (
+    DEFAULT_MODEL_DIR,
+    add_decode_options,
+    add_precision_option,
+    decode_options,
+    local_precision,
+)
+from nmt.precision import BOTH, EXPORT_CHOICES
 from nmt_cli.extras import missing_extra_message
 from serving.cli import add_serve_parser
 
@@ -83,9 +90,12 @@ def _add_export(sub) -> None:
     p.add_argument("--average", type=int, default=0, metavar="N",
                    help="with --run: export the mean of the last N checkpoints instead of the "
                         "best dev-BLEU weights")
-    p.add_argument("--precision", choices=("float32", "bfloat16"),
-                   help="compute in float32 (the default with --run) or with bfloat16 matrix "
-                        "products; with --from-export, defaults to the export's own")
+    p.add_argument("--precision", choices=EXPORT_CHOICES, default=BOTH,
+                   help="the paths the export carries: both (the default: float32 in "
+                        "serving_default and the standard signatures, bfloat16 matrix products "
+                        "in serving_bfloat16 and translate_with_options_bfloat16; loaders pick "
+                        "one for the CPU), or only float32 or only bfloat16 (in the standard "
+                        "signatures)")
     short = p.add_mutually_exclusive_group()
     short.add_argument("--shortlist-corpus", metavar="TSV",
                        help="restrict each sentence's search to a vocabulary shortlist learnt from "
@@ -119,7 +129,7 @@ def _export(args) -> int:
         if version is None:
             raise ValueError("--version is required with --run, e.g. --version 3")
         module = module_from_run(Path(args.run), extra, average=args.average,
-                                 precision=args.precision or "float32")
+                                 precision=args.precision)
     else:
         if args.average:
             raise ValueError("--average reads a run's checkpoints: use it with --run")
@@ -164,6 +174,7 @@ def _add_translate(sub) -> None:
                    help="sentences (default): one sentence a line; text, html or xml: one "
                         "document a line, split into sentences, tags carried across")
     add_decode_options(p)
+    add_precision_option(p)
     _add_link_options(p)
     p.set_defaults(func=_translate)
 
@@ -187,6 +198,7 @@ def _link_options(args) -> dict:
 
 
 def _translate(args) -> int:
+    local_precision(args)  # refuses a path with --server
     if args.format != "sentences":  # documents: nmt_cli/documents.py
         from nmt_cli.documents import translate_command
 
@@ -204,8 +216,8 @@ def _translate(args) -> int:
     else:
         from nmt.translator import Translator
 
-        results = Translator.load(args.model).translate(sentences, options,
-                                                        **_link_options(args))
+        results = Translator.load(args.model, args.precision).translate(
+            sentences, options, **_link_options(args))
     _print_translations(results, args.alignment)
     if args.plot:
         from nmt.plots import save_attention_plot
@@ -349,6 +361,7 @@ def _add_evaluate(sub) -> None:
     p.add_argument("--limit", type=int, default=0, help="use only the first N test pairs")
     p.add_argument("--json", help="also write the results to this JSON file")
     add_decode_options(p)
+    add_precision_option(p)
     _add_link_options(p)
     p.set_defaults(func=_evaluate)
 
@@ -361,7 +374,7 @@ def _evaluate(args) -> int:
 
     if not (args.test or args.source or args.alibi or args.pharaoh):
         raise ValueError("give --test, --source/--reference, --alibi or --pharaoh")
-    translator = Translator.load(args.model)
+    translator = Translator.load(args.model, args.precision)
     results: dict = {}
     pairs = _evaluation_pairs(args)
     if pairs:

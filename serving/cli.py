@@ -7,7 +7,12 @@ import asyncio
 import os
 from pathlib import Path
 
-from nmt.options import DEFAULT_MODEL_DIR, add_thread_options, apply_thread_options
+from nmt.options import (
+    DEFAULT_MODEL_DIR,
+    add_precision_option,
+    add_thread_options,
+    apply_thread_options,
+)
 from nmt_api.protos import DEFAULT_GRPC_PORT
 
 DEFAULT_TOKEN_ENV = "NMT_AUTH_TOKEN"
@@ -33,6 +38,7 @@ def add_serve_parser(sub) -> None:
                                        "reverse proxy that terminates TLS")
     p.add_argument("--metrics-port", type=int, default=DEFAULT_METRICS_PORT,
                    help="Prometheus /metrics port; 0 disables it")
+    add_precision_option(p)
     g = p.add_argument_group("batching")
     g.add_argument("--max-batch-size", type=int, default=batching.max_batch_size,
                    help="sentences per model call")
@@ -92,7 +98,7 @@ def config_from_args(args: argparse.Namespace):
             max_message_bytes=args.max_message_bytes, max_beam_size=args.max_beam_size),
         poll_interval_s=args.poll_interval, grace_s=args.grace,
         tls_cert=args.tls_cert, tls_key=args.tls_key,
-        auth_token=os.environ.get(args.auth_token_env) or None)
+        auth_token=os.environ.get(args.auth_token_env) or None, precision=args.precision)
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -51,7 +51,9 @@ class ServingMetrics:
         self.model_loads = Counter(
             "nmt_model_loads", "Model version loads, by result (success, failure).",
             ["result"], registry=r)
-        self.model = Info("nmt_model", "The model version being served.", registry=r)
+        self.model = Info(
+            "nmt_model", "The model version being served, and the precision path it "
+            "translates on (float32 or bfloat16 matrix products).", registry=r)
         for result in ("success", "failure"):
             self.model_loads.labels(result=result)  # expose zeros before the first load
         for reason in ("deadline", "cancelled"):

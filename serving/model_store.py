@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nmt.paths import version_dirs
+from nmt.precision import AUTO, check_load_choice
 from nmt.types import DecodeOptions
 from serving.errors import ModelUnavailable
 from serving.metrics import ServingMetrics
@@ -26,10 +27,16 @@ log = logging.getLogger("nmt.serving.model_store")
 WARMUP_SENTENCES = ("Hello.", "How are you today?")
 
 
-def _default_loader(path: Path):
-    from nmt.translator import Translator  # imports TensorFlow; only the server needs it
+def translator_loader(precision: str = AUTO) -> Callable[[Path], object]:
+    """`path -> Translator` on the path `precision` (`Translator.load`)."""
+    check_load_choice(precision)
 
-    return Translator.load(path)
+    def load(path: Path):
+        from nmt.translator import Translator  # imports TensorFlow; only the server needs it
+
+        return Translator.load(path, precision)
+
+    return load
 
 
 class ModelStore:
@@ -37,8 +44,10 @@ class ModelStore:
 
     Args:
         base_dir: directory of numbered version directories.
-        metrics: where to count loads and publish the version served.
-        loader: `path -> Translator`; `Translator.load` by default.
+        metrics: where to count loads and publish the version served (and the
+            precision path it translates on).
+        loader: `path -> Translator`; `Translator.load` by default, with auto
+            precision (`translator_loader`).
         warmup_sentences: translated once before a version takes traffic.
     """
 
@@ -47,7 +56,7 @@ class ModelStore:
                  warmup_sentences: Sequence[str] = WARMUP_SENTENCES):
         self.base_dir = Path(base_dir)
         self._metrics = metrics
-        self._loader = loader or _default_loader
+        self._loader = loader or translator_loader()
         self._warmup = list(warmup_sentences)
         self._current = None  # the Translator serving; replaced whole, never mutated
         self._failed: dict[int, float] = {}  # version -> files' mtime when it failed
@@ -122,9 +131,10 @@ class ModelStore:
         self._metrics.model_loads.labels(result="success").inc()
         info = translator.info
         self._metrics.model.info({"name": info.name, "version": str(info.version),
-                                  "attention": info.attention})
+                                  "attention": info.attention, "precision": info.precision})
         log.info(json.dumps({"event": "model_loaded", "version": version, "path": str(path),
-                             "previous_version": previous}))
+                             "previous_version": previous, "precision": info.precision,
+                             "precision_reason": info.precision_reason}))
         return True
 
 

@@ -25,13 +25,14 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
+from nmt.precision import AUTO, check_load_choice
 from nmt.types import DecodeOptions, Translation
 from nmt_api.protos import DEFAULT_GRPC_PORT, SERVICE_NAME
 from serving.batching import ALIGN, Batcher, BatchingConfig
 from serving.http_api import HttpApi
 from serving.interceptors import BearerTokenInterceptor, RequestInterceptor
 from serving.metrics import MetricsHTTPServer, ServingMetrics
-from serving.model_store import ModelStore
+from serving.model_store import ModelStore, translator_loader
 from serving.servicer import TranslationServicer, generic_handler
 from serving.validation import Limits
 
@@ -68,6 +69,9 @@ class ServerConfig:
             behind a reverse proxy that terminates TLS).
         auth_token: when set, calls need `authorization: Bearer <token>`
             (gRPC metadata or HTTP header).
+        precision: the export's path to translate on (`nmt.precision`):
+            `auto` (bfloat16 where the CPU has a bfloat16 unit, else
+            float32), `float32` or `bfloat16`; chosen again at each load.
     """
 
     model_dir: Path
@@ -84,8 +88,10 @@ class ServerConfig:
     tls_cert: Path | None = None
     tls_key: Path | None = None
     auth_token: str | None = dataclasses.field(default=None, repr=False)
+    precision: str = AUTO
 
     def __post_init__(self) -> None:
+        check_load_choice(self.precision)
         for name in ("port", "metrics_port", "http_port"):
             value = getattr(self, name)
             if not isinstance(value, int) or not 0 <= value <= 65535:
@@ -111,14 +117,16 @@ class TranslationServer:
     Args:
         config: server settings.
         registry: Prometheus registry for the metrics; a fresh one if None.
-        loader: `path -> Translator` (tests wrap `Translator.load`).
+        loader: `path -> Translator` (tests wrap `Translator.load`); by default
+            `Translator.load` on the path `config.precision`.
     """
 
     def __init__(self, config: ServerConfig, *, registry: CollectorRegistry | None = None,
                  loader=None):
         self.config = config
         self.metrics = ServingMetrics(registry)
-        self.store = ModelStore(config.model_dir, self.metrics, loader)
+        self.store = ModelStore(config.model_dir, self.metrics,
+                                loader or translator_loader(config.precision))
         self.health = health.aio.HealthServicer()
         self._batcher: Batcher | None = None
         self._server: grpc.aio.Server | None = None
@@ -248,7 +256,7 @@ async def serve(config: ServerConfig, registry: CollectorRegistry | None = None)
         "event": "listening", "address": f"{config.host}:{server.port}",
         "metrics_port": server.metrics_port, "http_port": server.http_port,
         "http_host": config.http_host or config.host,
-        "model_dir": str(config.model_dir),
+        "model_dir": str(config.model_dir), "precision": config.precision,
         "tls": config.tls_cert is not None, "auth": bool(config.auth_token),
         "batching": dataclasses.asdict(config.batching),
         "limits": dataclasses.asdict(config.limits), "pid": os.getpid()}))

@@ -181,7 +181,8 @@ def starting_module(path: str | Path) -> TranslationModule:
 
 
 # What a run records of the model it started from (its model card describes that training).
-_STARTING_FACTS = ("name", "training", "averaged_checkpoints", "precision", "scores")
+_STARTING_FACTS = ("name", "training", "averaged_checkpoints", "precision", "precisions",
+                   "scores")
 
 
 def starting_record(path: str | Path, metadata: dict) -> dict:

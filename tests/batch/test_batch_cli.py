@@ -86,6 +86,17 @@ def test_batch_reports_a_missing_input(tmp_path, capsys):
     assert "no input file" in capsys.readouterr().err
 
 
+def test_batch_precision_picks_a_path_of_a_local_model_only(tmp_path, tiny_model_dir, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("I love you.\n")
+    out = str(tmp_path / "out.jsonl")
+    assert main(["batch", str(source), out, "--server", "host:1", "--precision", "float32"]) == 2
+    assert "applies to a local --model" in capsys.readouterr().err
+    assert main(["batch", str(source), out, "--model", str(tiny_model_dir),
+                 "--precision", "bfloat16"]) == 2
+    assert "carries no bfloat16 path" in capsys.readouterr().err
+
+
 def _wait_for_progress(checkpoint: Path, lines: int, process, timeout: float = 120) -> int:
     end = time.monotonic() + timeout
     while time.monotonic() < end and process.poll() is None:

@@ -158,3 +158,14 @@ def test_local_engine_matches_the_translator(tiny_model_dir, tiny_pairs):
     assert [r.text for r in results] == [r.text for r in expected]
     assert [r.score for r in results] == pytest.approx([r.score for r in expected], abs=1e-5)
     assert engine.settings()["model"].endswith("/1")
+    assert "precision" not in engine.settings()  # one path: the model says it, as before
+
+
+def test_the_path_of_a_two_path_export_is_part_of_the_settings(tiny_model_dir, tmp_path):
+    from nmt.export import export_saved_model, module_from_export
+
+    both = export_saved_model(module_from_export(tiny_model_dir / "1", "both"), tmp_path, 1)
+    engine = LocalEngine.load(both, DecodeOptions(beam_size=1), precision="bfloat16")
+    # A job resumed on another path would mix two paths' outputs: its fingerprint changes.
+    assert engine.settings()["precision"] == "bfloat16"
+    assert engine.translator.info.precision == "bfloat16"

@@ -3,10 +3,11 @@
 `tests/fixtures/shipped_translations.json` holds the shipped model's best
 translation, score and word links for each sentence of
 `tests/fixtures/regression_sentences.en` (short, long, odd and out-of-domain
-lines), greedy and beam 5, with the default options, from the model's weights
-exported in float32. A change to the search, the export or the serving path
-that alters them fails here. When a new model version ships, its translations
-are the new reference:
+lines), greedy and beam 5, with the default options, from the export's float32
+path (an export that carries only bfloat16, as versions 4 and 5 first shipped,
+is re-exported in float32 for the test). A change to the search, the export or
+the serving path that alters them fails here. When a new model version ships,
+its translations are the new reference:
 
     python tests/models/test_shipped_translations.py --write
 
@@ -18,6 +19,17 @@ CPUs only in rounding: scores must match to `SCORE_TOLERANCE`. A line may still
 flip between two hypotheses whose scores are within `TIE_MARGIN` of each other
 (a near-tie, seen on the noisiest lines), at most `MAX_TIE_FLIPS` lines per
 beam; a real change to the model or the search moves more than that.
+
+The bfloat16 path is held to the same reference more loosely: where it gives
+the same translation, its score within `BFLOAT16_SCORE_TOLERANCE` (bfloat16
+keeps 8 bits of each product's mantissa; measured at most 0.05 on these lines
+with AVX512-BF16); and at most `BFLOAT16_MAX_CHANGES` lines per beam may come
+out differently (2 greedy and 3 at beam 5 measured with AVX512-BF16; the
+emulated kernels of CPUs without bfloat16 units change others), each one whose
+float32 translation the model itself doubts (score below `DOUBTFUL_SCORE`: long
+noisy lines). A greedy search that takes another word early may end anywhere,
+so a changed line's score is not compared. A broken bfloat16 path (weights
+cast wrongly, the wrong signature) moves every score or many lines.
 """
 
 import json
@@ -34,18 +46,30 @@ BEAMS = (1, 5)
 SCORE_TOLERANCE = 2e-3
 TIE_MARGIN = 0.05
 MAX_TIE_FLIPS = 2
+BFLOAT16_SCORE_TOLERANCE = 0.1
+BFLOAT16_MAX_CHANGES = 5
+DOUBTFUL_SCORE = -5.0
+
+
+def shipped_version() -> Path:
+    from nmt.options import DEFAULT_MODEL_DIR
+    from nmt.paths import resolve_version_dir
+
+    return resolve_version_dir(REPO / DEFAULT_MODEL_DIR)
 
 
 def float32_translator(directory: Path):
-    """The shipped model's weights exported in float32 into `directory`, loaded."""
-    from nmt.export import export_saved_model, module_from_export
-    from nmt.options import DEFAULT_MODEL_DIR
-    from nmt.paths import resolve_version_dir
+    """The shipped export's float32 path; for an export without one, its weights
+    exported in float32 into `directory`."""
+    from nmt.export import export_saved_model, module_from_export, read_metadata
+    from nmt.precision import FLOAT32, carried_paths
     from nmt.translator import Translator
 
-    shipped = resolve_version_dir(REPO / DEFAULT_MODEL_DIR)
-    module = module_from_export(shipped, "float32")
-    return Translator.load(export_saved_model(module, directory, int(shipped.name)))
+    shipped = shipped_version()
+    if FLOAT32 in carried_paths(read_metadata(shipped)):
+        return Translator.load(shipped, FLOAT32)
+    module = module_from_export(shipped, FLOAT32)
+    return Translator.load(export_saved_model(module, directory, int(shipped.name)), FLOAT32)
 
 
 def translate_all(translator) -> dict:
@@ -79,9 +103,32 @@ def differences(got: list[dict], want: list[dict]) -> tuple[list[int], list[str]
     return flips, failures
 
 
+def bfloat16_differences(got: list[dict], want: list[dict]) -> tuple[list[int], list[str]]:
+    """`(changed lines, failures)` of the bfloat16 path against the float32 reference."""
+    changed, failures = [], []
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        if g["text"] != w["text"] or g["word_alignment"] != w["word_alignment"]:
+            changed.append(i)
+            if w["score"] >= DOUBTFUL_SCORE:
+                failures.append(f"line {i}: {g['text']!r} instead of {w['text']!r}, which the "
+                                f"model is sure of ({w['score']})")
+        elif abs(g["score"] - w["score"]) > BFLOAT16_SCORE_TOLERANCE:
+            failures.append(f"line {i}: score {g['score']} instead of {w['score']}")
+    if len(changed) > BFLOAT16_MAX_CHANGES:
+        failures.append(f"{len(changed)} lines changed: {changed}")
+    return changed, failures
+
+
 @pytest.fixture(scope="module")
 def translations(tmp_path_factory):
     return translate_all(float32_translator(tmp_path_factory.mktemp("float32")))
+
+
+@pytest.fixture(scope="module")
+def bfloat16_translations():
+    from nmt.translator import Translator
+
+    return translate_all(Translator.load(shipped_version(), "bfloat16"))
 
 
 @pytest.mark.parametrize("beam", BEAMS)
@@ -92,6 +139,31 @@ def test_translations_of_the_shipped_model_are_unchanged(translations, beam):
         "`python tests/models/test_shipped_translations.py --write`")
     _, failures = differences(translations[f"beam_{beam}"], expected[f"beam_{beam}"])
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("beam", BEAMS)
+def test_the_bfloat16_path_translates_as_the_float32_path(bfloat16_translations, beam):
+    expected = json.loads(EXPECTED.read_text(encoding="utf-8"))
+    assert bfloat16_translations["model_version"] == expected["model_version"]
+    _, failures = bfloat16_differences(bfloat16_translations[f"beam_{beam}"],
+                                       expected[f"beam_{beam}"])
+    assert not failures, "\n".join(failures)
+
+
+def test_the_bfloat16_comparison_tolerates_doubtful_lines_only():
+    want = [{"text": f"t{i}", "score": -1.0 - 10 * (i % 2), "word_alignment": [[0, 0]]}
+            for i in range(12)]
+    assert bfloat16_differences([dict(w) for w in want], want) == ([], [])
+    rounded = [dict(w, score=w["score"] - 0.08) for w in want]
+    assert bfloat16_differences(rounded, want) == ([], [])
+    drift = [dict(want[0], score=-1.2), *want[1:]]
+    assert "line 0: score -1.2 instead of -1.0" in bfloat16_differences(drift, want)[1][0]
+    doubtful = [dict(want[1], text="other", score=-30.0), *want[2:]]
+    assert bfloat16_differences([want[0], *doubtful], want) == ([1], [])
+    sure = [dict(want[0], text="other"), *want[1:]]
+    assert "which the model is sure of" in bfloat16_differences(sure, want)[1][0]
+    many = [dict(w, text="other") if w["score"] < DOUBTFUL_SCORE else w for w in want]
+    assert "6 lines changed" in bfloat16_differences(many, want)[1][0]
 
 
 def test_the_comparison_tolerates_near_ties_only():

@@ -373,12 +373,19 @@ def matmul_dtypes(version_dir: Path) -> set[int]:
     return found
 
 
-def test_bfloat16_reexport_multiplies_in_bfloat16_with_the_same_ops(exports, tmp_path):
+@pytest.fixture(scope="module")
+def bfloat16_export(exports, tmp_path_factory) -> Path:
+    """The first export re-exported with its bfloat16 path only."""
     from nmt_cli.main import main
 
-    assert main(["export", "--from-export", str(exports["first"]), "--out", str(tmp_path),
+    out = tmp_path_factory.mktemp("bfloat16")
+    assert main(["export", "--from-export", str(exports["first"]), "--out", str(out),
                  "--precision", "bfloat16"]) == 0
-    version = tmp_path / exports["first"].name
+    return out / exports["first"].name
+
+
+def test_bfloat16_reexport_multiplies_in_bfloat16_with_the_same_ops(exports, bfloat16_export):
+    version = bfloat16_export
     assert read_metadata(version)["precision"] == "bfloat16"
     assert read_metadata(exports["first"])["precision"] == "float32"
     assert tf.bfloat16.as_datatype_enum in matmul_dtypes(version)
@@ -390,10 +397,56 @@ def test_bfloat16_reexport_multiplies_in_bfloat16_with_the_same_ops(exports, tmp
     rows = out["alignments"].numpy().sum(-1)  # (batch, T): attention rows sum to one
     for i, length in enumerate(out["target_lengths"].numpy()):
         np.testing.assert_allclose(rows[i, :length], 1.0, atol=2e-2)
-    # Re-exporting keeps the export's own precision unless told otherwise.
-    again = tmp_path / "again"
-    assert main(["export", "--from-export", str(version), "--out", str(again)]) == 0
-    assert read_metadata(again / version.name)["precision"] == "bfloat16"
+    assert read_metadata(version)["precisions"] == ["bfloat16"]
+    assert set(loaded.signatures) == {"serving_default", "translate_with_options", "align"}
+    assert module_from_export(version).precisions == ("bfloat16",)  # the API keeps its paths
+
+
+def signature_spec(signature) -> tuple:
+    """A signature's inputs and outputs: `(name, dtype, shape)` sorted."""
+    return tuple(sorted((name, tf.as_dtype(info.dtype).name,
+                         tuple(dim.size for dim in info.tensor_shape.dim))
+                        for tensors in (signature.inputs, signature.outputs)
+                        for name, info in tensors.items()))
+
+
+def test_an_export_carries_both_paths_by_default(exports, bfloat16_export, tmp_path):
+    from nmt_cli.main import main
+
+    single = {"float32": exports["first"], "bfloat16": bfloat16_export}
+    assert main(["export", "--from-export", str(single["bfloat16"]),
+                 "--out", str(tmp_path / "both")]) == 0  # a one-path export gains the other
+    both = tmp_path / "both" / exports["first"].name
+
+    metadata = read_metadata(both)
+    assert (metadata["precision"], metadata["precisions"]) == ("float32", ["float32", "bfloat16"])
+    assert module_from_export(both).precisions == ("float32", "bfloat16")
+    signatures = saved_model_proto(both).meta_graphs[0].signature_def
+    assert set(signatures) - {"__saved_model_init_op"} == {
+        "serving_default", "translate_with_options", "align", "serving_bfloat16",
+        "translate_with_options_bfloat16"}
+    assert signature_spec(signatures["serving_bfloat16"]) == signature_spec(
+        signatures["serving_default"])
+    assert signature_spec(signatures["translate_with_options_bfloat16"]) == signature_spec(
+        signatures["translate_with_options"])
+    assert graph_ops(both) <= graph_ops(exports["first"])  # the checked op list holds
+    # Each path computes exactly what the one-path export of that precision does.
+    loaded = {name: tf.saved_model.load(str(path))
+              for name, path in (("both", both), *single.items())}
+    sentences = tf.constant(BATCHES["mixed"])
+    options = {k: tf.constant(v, OPTION_DTYPES[k]) for k, v in OPTIONS.items()}
+    for precision, name, single_name, kwargs in (
+            ("float32", "serving_default", "serving_default", {}),
+            ("float32", "translate_with_options", "translate_with_options", options),
+            ("bfloat16", "serving_bfloat16", "serving_default", {}),
+            ("bfloat16", "translate_with_options_bfloat16", "translate_with_options", options)):
+        got = loaded["both"].signatures[name](sentences=sentences, **kwargs)
+        want = loaded[precision].signatures[single_name](sentences=sentences, **kwargs)
+        for key, value in want.items():
+            np.testing.assert_array_equal(got[key].numpy(), value.numpy(), err_msg=f"{name} {key}")
+    bf16, f32 = (loaded["both"].signatures[name](sentences=sentences)["scores"].numpy()
+                 for name in ("serving_bfloat16", "serving_default"))
+    assert not np.array_equal(bf16, f32)  # two paths, not one twice
 
 
 # ------------------------------------------------------------------------------ shortlists

@@ -12,9 +12,11 @@ from conftest import REPO_ROOT
 from nmt.options import (
     DEFAULT_MODEL_DIR,
     add_decode_options,
+    add_precision_option,
     add_thread_options,
     apply_thread_options,
     decode_options,
+    local_precision,
 )
 from nmt.types import DecodeOptions
 
@@ -89,3 +91,16 @@ def test_thread_options_size_tensorflow_pools_and_refuse_once_it_runs():
     sizes, refusal = done.stdout.strip().splitlines()[-2:]
     assert sizes == "1 3"
     assert refusal.startswith("TensorFlow's threads can only be set before it runs")
+
+
+def test_precision_is_auto_unless_named_and_only_a_local_model_takes_a_path():
+    parser = argparse.ArgumentParser()
+    add_precision_option(parser)
+    parser.add_argument("--server")
+    assert local_precision(parser.parse_args([])) == "auto"
+    assert local_precision(parser.parse_args(["--precision", "bfloat16"])) == "bfloat16"
+    assert local_precision(parser.parse_args(["--server", "h:1"])) == "auto"
+    with pytest.raises(ValueError, match="--precision float32 applies to a local --model"):
+        local_precision(parser.parse_args(["--server", "h:1", "--precision", "float32"]))
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--precision", "fp16"])

@@ -1,11 +1,15 @@
 """`Translator`: loading, typed results, forced alignment and option checks."""
 
+import json
+import logging
 import shutil
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from nmt import precision
+from nmt.constants import METADATA_PATH
 from nmt.export import module_from_export
 from nmt.paths import resolve_version_dir
 from nmt.tokenizer import BOS_ID, EOS_ID
@@ -51,6 +55,86 @@ def test_model_info(translator, tiny_model_dir):
     assert info.attention == "luong-general"
     assert info.source_vocab_size == info.target_vocab_size == 200
     assert info.metadata["attribution"] == "test fixture"
+
+
+# ------------------------------------------------------------------------------ precision
+
+
+@pytest.fixture(scope="module")
+def both_model_dir(tiny_model_dir, tmp_path_factory):
+    """The tiny model exported with both paths (float32 standard, bfloat16 parallel)."""
+    from nmt.export import export_saved_model
+
+    base = tmp_path_factory.mktemp("both") / "tiny"
+    export_saved_model(module_from_export(tiny_model_dir / "1", "both"), base, 1)
+    return base
+
+
+def fake_cpu(monkeypatch, tmp_path, flags: str) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nflags\t\t: fpu avx2 {flags}\n")
+    monkeypatch.setattr(precision, "CPUINFO", cpuinfo)
+
+
+@pytest.mark.parametrize("flags, expected", [("avx512f", "float32"),
+                                             ("avx512f avx512_bf16", "bfloat16"),
+                                             ("amx_tile amx_bf16", "bfloat16")])
+def test_auto_translates_on_the_path_the_cpu_runs_best(both_model_dir, flags, expected,
+                                                       monkeypatch, tmp_path, caplog):
+    fake_cpu(monkeypatch, tmp_path, flags)
+    with caplog.at_level(logging.INFO, logger="nmt.translator"):
+        auto = Translator.load(both_model_dir)
+    named = Translator.load(both_model_dir, expected)
+
+    assert auto.info.precision == expected and auto.info.precisions == ("float32", "bfloat16")
+    assert auto.info.precision_reason.startswith("auto: the CPU has")
+    assert f"translates with {expected} matrix products (auto: the CPU has" in caplog.text
+    got, want = auto.translate(SENTENCES, beam_size=2), named.translate(SENTENCES, beam_size=2)
+    assert [r.text for r in got] == [r.text for r in want]
+    assert [r.score for r in got] == [r.score for r in want]
+
+
+def test_each_path_translates_as_the_one_path_export_of_its_precision(both_model_dir,
+                                                                      tiny_model_dir, tmp_path):
+    from nmt.export import export_saved_model
+
+    bfloat16_only = export_saved_model(module_from_export(tiny_model_dir / "1", "bfloat16"),
+                                       tmp_path, 1)
+    for path, single in (("float32", tiny_model_dir), ("bfloat16", bfloat16_only)):
+        got = Translator.load(both_model_dir, path).translate(SENTENCES, beam_size=3)
+        want = Translator.load(single).translate(SENTENCES, beam_size=3)
+        assert Translator.load(single).info.precisions == (path,)
+        for g, w in zip(got, want, strict=True):
+            assert (g.text, g.score) == (w.text, w.score), path
+            np.testing.assert_array_equal(g.best.alignment, w.best.alignment)
+    # Forced alignment computes in float32 on both paths.
+    pairs = SENTENCES, ["J'aime.", "Les enfants lisent.", "La gare ?"]
+    assert ([r.score for r in Translator.load(both_model_dir, "bfloat16").align(*pairs)]
+            == [r.score for r in Translator.load(both_model_dir, "float32").align(*pairs)])
+
+
+def test_a_path_the_export_lacks_is_a_clear_error(tiny_model_dir):
+    assert Translator.load(tiny_model_dir, "float32").info.precision == "float32"
+    with pytest.raises(ValueError, match=r"carries no bfloat16 path \(it carries float32\): "
+                                         r"re-export it with both"):
+        Translator.load(tiny_model_dir, "bfloat16")
+    with pytest.raises(ValueError, match="Received: precision='fastest'"):
+        Translator.load(tiny_model_dir, "fastest")
+
+
+def test_an_export_older_than_parallel_paths_loads_on_its_one_path(tiny_model_dir, tmp_path,
+                                                                   monkeypatch):
+    shutil.copytree(tiny_model_dir / "1", tmp_path / "1")
+    metadata_path = tmp_path / "1" / METADATA_PATH
+    metadata = json.loads(metadata_path.read_text())
+    del metadata["precision"], metadata["precisions"]
+    metadata_path.write_text(json.dumps(metadata))
+    fake_cpu(monkeypatch, tmp_path, "avx512_bf16")
+
+    info = Translator.load(tmp_path).info
+
+    assert (info.precision, info.precisions) == ("float32", ("float32",))
+    assert info.precision_reason == "auto: the export carries only float32"
 
 
 # ------------------------------------------------------------------------------ results

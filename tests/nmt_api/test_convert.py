@@ -120,6 +120,7 @@ def test_model_info_round_trip():
     info = types.SimpleNamespace(
         name="en-fr", version=3, attention="luong-general", source_vocab_size=8000,
         target_vocab_size=8000, alignment="alignment_head", word_links="intersect",
+        precision="bfloat16", precisions=("float32", "bfloat16"),
         metadata={"attribution": {"corpus": "Tatoeba", "licence": "CC-BY 2.0"},
                   "scores": {"test": {"bleu": 30.1}}})
     message = convert.model_info_to_proto(info, Limits(max_sentences=7))
@@ -133,6 +134,7 @@ def test_model_info_round_trip():
     assert got["metadata"]["scores"] == {"test": {"bleu": 30.1}}
     assert got["limits"]["max_sentences"] == 7
     assert (got["alignment"], got["word_links"]) == ("alignment_head", "intersect")
+    assert (got["precision"], got["precisions"]) == ("bfloat16", ["float32", "bfloat16"])
 
 
 def test_model_info_reports_the_aer_that_evaluate_json_records():
@@ -141,7 +143,8 @@ def test_model_info_reports_the_aer_that_evaluate_json_records():
                   "alignment": {"aer": 0.668, "precision": 0.3354, "recall": 0.3261}}
     info = types.SimpleNamespace(name="en-fr", version=2, attention="", source_vocab_size=1,
                                  target_vocab_size=1, metadata={"name": "en-fr", **evaluation},
-                                 alignment="attention", word_links="argmax")
+                                 alignment="attention", word_links="argmax",
+                                 precision="float32", precisions=("float32",))
 
     message = pb2.GetModelInfoResponse.FromString(
         convert.model_info_to_proto(info, Limits()).SerializeToString())

@@ -186,6 +186,7 @@ def test_model_info(server, stub):
     assert answer.status == 200
     assert answer.json == _as_json(stub.GetModelInfo(pb2.GetModelInfoRequest()))
     assert answer.json["name"] == "tiny" and answer.json["version"] == "1"
+    assert (answer.json["precision"], answer.json["precisions"]) == ("float32", ["float32"])
     assert answer.json["limits"] == {"maxSentences": 8, "maxChars": 60,
                                      "maxMessageBytes": "1024", "maxBeamSize": 6}
 

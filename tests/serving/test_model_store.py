@@ -11,14 +11,16 @@ import pytest
 from nmt.types import DecodeOptions
 from serving.errors import ModelUnavailable
 from serving.metrics import ServingMetrics
-from serving.model_store import WARMUP_SENTENCES, ModelStore
+from serving.model_store import WARMUP_SENTENCES, ModelStore, translator_loader
 
 
 class FakeTranslator:
     def __init__(self, path):
         if (path / "BROKEN_LOAD").exists():
             raise OSError(f"cannot read {path}")
-        self.info = types.SimpleNamespace(name="fake", version=int(path.name), attention="dot")
+        self.info = types.SimpleNamespace(name="fake", version=int(path.name), attention="dot",
+                                          precision="bfloat16",
+                                          precision_reason="auto: the CPU has amx_bf16")
         self.fail_warmup = (path / "BROKEN_WARMUP").exists()
         self.calls = []
 
@@ -84,8 +86,27 @@ def test_a_new_version_replaces_the_current_one(store, tmp_path):
 
     assert store.refresh() is True and store.version == 2
     sample = store._metrics.registry.get_sample_value
-    assert sample("nmt_model_info", {"name": "fake", "version": "2", "attention": "dot"}) == 1
+    assert sample("nmt_model_info", {"name": "fake", "version": "2", "attention": "dot",
+                                     "precision": "bfloat16"}) == 1
     assert sample("nmt_model_loads_total", {"result": "success"}) == 2
+
+
+def test_a_load_is_logged_with_its_precision_path(store, tmp_path, caplog):
+    _version(tmp_path, 1)
+    with caplog.at_level(logging.INFO, logger="nmt.serving.model_store"):
+        store.refresh()
+    record = json.loads(caplog.records[-1].getMessage())
+    assert record["event"] == "model_loaded"
+    assert record["precision"] == "bfloat16"
+    assert record["precision_reason"] == "auto: the CPU has amx_bf16"
+
+
+def test_the_default_loader_loads_on_the_path_asked_for(tiny_model_dir):
+    assert translator_loader("float32")(tiny_model_dir / "1").info.precision == "float32"
+    with pytest.raises(ValueError, match="carries no bfloat16 path"):
+        translator_loader("bfloat16")(tiny_model_dir / "1")
+    with pytest.raises(ValueError, match="Received: precision='fp16'"):
+        translator_loader("fp16")
 
 
 @pytest.mark.parametrize("marker", ["BROKEN_LOAD", "BROKEN_WARMUP"])

@@ -233,6 +233,7 @@ def test_model_info(client):
     assert info["metadata"]["model_config"]["hidden_dim"] == 32
     assert info["limits"] == {"max_sentences": 8, "max_chars": 60, "max_message_bytes": 1024,
                               "max_beam_size": 6}
+    assert (info["precision"], info["precisions"]) == ("float32", ["float32"])
 
 
 def test_reflection_lists_the_services(server):
@@ -287,7 +288,8 @@ def test_metrics_endpoint_counters_move(server, client, stub):
     assert after[("nmt_queue_depth", ())] == 0
     served = [dict(labels) for (name, labels), value in after.items()
               if name == "nmt_model_info" and value == 1]
-    assert [(s["name"], s["version"]) for s in served] == [("tiny", "1")]
+    assert [(s["name"], s["version"], s["precision"]) for s in served] == [
+        ("tiny", "1", "float32")]
 
 
 # --- Align -----------------------------------------------------------------------------------
@@ -438,6 +440,37 @@ def test_model_info_reports_the_aer_recorded_in_the_export(tiny_model_dir, tmp_p
 
     assert dict(response.scores) == pytest.approx({"test_bleu": 12.5, "alibi_aer": 0.4321})
     assert json.loads(response.metadata_json)["alignment"]["aer"] == 0.4321
+
+
+@pytest.fixture(scope="module")
+def both_paths_base(tiny_model_dir, tmp_path_factory):
+    """A base directory whose version 1 is the tiny model with both precision paths."""
+    from nmt.export import export_saved_model, module_from_export
+
+    base = tmp_path_factory.mktemp("both") / "models"
+    export_saved_model(module_from_export(tiny_model_dir / "1", "both"), base, 1)
+    return base
+
+
+@pytest.mark.parametrize("flags, expected", [("avx2", "float32"), ("avx512_bf16", "bfloat16")])
+def test_model_info_and_metrics_say_which_path_auto_chose(both_paths_base, tmp_path, monkeypatch,
+                                                          flags, expected):
+    from nmt import precision
+
+    (tmp_path / "cpuinfo").write_text(f"flags\t\t: fpu sse2 {flags}\n")
+    monkeypatch.setattr(precision, "CPUINFO", tmp_path / "cpuinfo")
+    metrics = ServingMetrics()
+    store = ModelStore(both_paths_base, metrics)  # the default loader: auto
+    assert store.refresh()
+    servicer = TranslationServicer(store, batcher=None, limits=LIMITS)
+
+    response = asyncio.run(servicer.GetModelInfo(pb2.GetModelInfoRequest(), None))
+
+    assert (response.precision, list(response.precisions)) == (expected,
+                                                              ["float32", "bfloat16"])
+    assert metrics.registry.get_sample_value(
+        "nmt_model_info", {"name": "tiny", "version": "1", "attention": "luong-general",
+                           "precision": expected}) == 1
 
 
 # --- word-link rules and the decoder's attention ----------------------------------------------

@@ -21,6 +21,7 @@ def test_defaults():
     assert (args.port, args.metrics_port, args.host) == (50051, 9090, "0.0.0.0")
     assert args.http_port == 8080 and args.http_host is None
     assert (args.intra_op_threads, args.inter_op_threads) == (1, 0)
+    assert args.precision == "auto"
     assert args.func is run_serve
 
 
@@ -30,7 +31,7 @@ def test_options_make_the_config(tmp_path, monkeypatch):
                   "--http-port", "8181", "--http-host", "127.0.0.2", "--no-batching",
                   "--max-batch-size", "4", "--max-wait-ms", "1.5",
                   "--max-sentences", "10", "--max-chars", "99", "--poll-interval", "0",
-                  "--auth-token-env", "MY_TOKEN")
+                  "--auth-token-env", "MY_TOKEN", "--precision", "bfloat16")
 
     config = config_from_args(args)
 
@@ -40,12 +41,23 @@ def test_options_make_the_config(tmp_path, monkeypatch):
     assert config.batching.max_wait_ms == 1.5
     assert (config.limits.max_sentences, config.limits.max_chars) == (10, 99)
     assert config.poll_interval_s == 0 and config.auth_token == "s3cret"
+    assert config.precision == "bfloat16"
 
 
 def test_auth_is_off_without_the_environment_variable(tmp_path, monkeypatch):
     monkeypatch.delenv("NMT_AUTH_TOKEN", raising=False)
 
     assert config_from_args(_parse("--model", str(tmp_path))).auth_token is None
+
+
+def test_an_unknown_precision_fails_before_serving(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        _parse("--model", str(tmp_path), "--precision", "fp16")
+    assert "invalid choice: 'fp16'" in capsys.readouterr().err
+    from serving.server import ServerConfig
+
+    with pytest.raises(ValueError, match="Received: precision='fp16'"):
+        ServerConfig(model_dir=tmp_path, precision="fp16")
 
 
 def test_bad_values_fail_before_serving(tmp_path):
