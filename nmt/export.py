@@ -227,11 +227,8 @@ class TranslationModule(tf.Module):
     def _head_rows(self, result, memory):
         """The alignment head's rows `(batch, N, T, S)` of the hypotheses found, from the
         states search kept for their pieces: one batched product after the search."""
+        rows = self.model.decoder.head_weights(result.queries, result.tokens, memory)
         shape = tf.shape(result.tokens)  # (B, N, T)
-        queries = tf.reshape(result.queries, [shape[0], -1, tf.shape(result.queries)[3]])
-        tokens = tf.reshape(result.tokens, [shape[0], -1])  # (B, N*T)
-        rows = self.model.decoder.head_weights(queries, tokens, memory)  # (B, N*T, S)
-        rows = tf.reshape(rows, tf.concat([shape, tf.shape(rows)[2:]], 0))  # (B, N, T, S)
         in_target = tf.sequence_mask(result.lengths, shape[2])[..., None]  # (B, N, T, 1)
         return tf.where(in_target, rows, 0.0)
 

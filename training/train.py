@@ -221,15 +221,15 @@ def copy_weights(source: Seq2Seq, target: Seq2Seq) -> int:
     Raises:
         ValueError: the architectures differ (other weight count or shapes).
     """
-    head = target.decoder.alignment_head
-    head_ids = {id(w) for w in head.weights} if head is not None else set()
+    head_ids = {id(w) for layer in target.decoder.head_layers for w in layer.weights}
     wanted = [w for w in target.weights if id(w) not in head_ids]
     given = list(source.weights)
     shapes = [tuple(w.shape) for w in wanted], [tuple(w.shape) for w in given]
     if shapes[0] != shapes[1]:
         raise ValueError(
             "The starting model does not match the model to train: its model section must "
-            "match the starting model's architecture (only model.alignment_head may be "
+            "match the starting model's architecture (only model.alignment_head and "
+            "model.alignment_head_context may be "
             f"added). Received: {len(given)} weights to start from, {len(wanted)} expected"
         )
     for weight, value in zip(wanted, given, strict=True):
@@ -265,7 +265,8 @@ class Trainer:
                 log.info("started from %s (%d weights)", self.head.init_from, copied)
                 self.starting_model = starting_record(self.head.init_from, start.metadata)
             self.trained_variables = (
-                self.model.decoder.alignment_head.trainable_variables if self.head.frozen
+                [v for layer in self.model.decoder.head_layers for v in layer.trainable_variables]
+                if self.head.frozen
                 else self.model.trainable_variables)
             self.optimizer = self._make_optimizer()
             self.optimizer.build(self.trained_variables)

@@ -538,23 +538,42 @@ def test_cli_builds_a_shortlist_that_reexports_keep(exports, tiny_pairs_path, tm
 # ------------------------------------------------------------------------------ alignment head
 
 
-def test_search_rows_of_the_head_equal_forced_alignment_of_the_translation(module):
+@pytest.fixture(scope="module")
+def context_module(tiny_tokenizers) -> TranslationModule:
+    """The tiny model with a head that reads the whole target (`alignment_head_context`)."""
+    return make_tiny_module(tiny_tokenizers, alignment_head="general",
+                            alignment_head_keys="both", alignment_head_context=6)
+
+
+@pytest.mark.parametrize("which, n_best", [("module", 1), ("context_module", 3)])
+def test_search_rows_of_the_head_equal_forced_alignment_of_the_translation(which, n_best,
+                                                                           request):
     # The head's row of each piece, carried through beam search, is the row that forced
-    # decoding of the chosen translation computes (the same states read the same pieces).
+    # decoding of the chosen pieces computes (the same states read the same pieces;
+    # with a target context, each hypothesis is read as its own sequence). Pieces, not
+    # text: an untrained model's output need not tokenize back into the same pieces.
+    from nmt.tokenizer import BOS_ID
+
+    module = request.getfixturevalue(which)
     sentences = tf.constant(["the cat is black .", "where is the station ?", "hello"])
-    out = module.translate_with_options(
-        sentences, **{**{k: tf.constant(v, OPTION_DTYPES[k]) for k, v in OPTIONS.items()},
-                      "n_best": tf.constant(1), "replace_unknown": tf.constant(False)})
-    forced = module.align(sentences, out["translations"][:, 0])
-    for i in range(3):
-        length = int(out["target_lengths"][i, 0])
-        if int(forced["target_lengths"][i]) != length:
-            continue  # detokenising and tokenising again gave other pieces
-        np.testing.assert_allclose(out["alignments"][i, 0, :length],
-                                   forced["alignments"][i, :length], atol=1e-5)
-        np.testing.assert_allclose(out["attention"][i, 0, :length],
-                                   forced["attention"][i, :length], atol=1e-5)
-        assert not np.allclose(out["alignments"][i, 0, :length], out["attention"][i, 0, :length])
+    options = {**{k: tf.constant(v, OPTION_DTYPES[k]) for k, v in OPTIONS.items()},
+               "n_best": tf.constant(n_best), "replace_unknown": tf.constant(False)}
+    source = module._encode_sources(sentences)
+    result, head = module._search(source, options)
+    for n in range(n_best):
+        target_out = result.tokens[:, n].numpy()  # (B, T)
+        shifted = np.concatenate([np.full_like(target_out[:, :1], BOS_ID),
+                                  target_out[:, :-1]], axis=1)
+        target_in = np.where(target_out > 0, shifted, 0)
+        forced = module.model.forward(source, tf.constant(target_in), tf.constant(target_out))
+        for i in range(3):
+            length = int(result.lengths[i, n])
+            assert length > 0
+            np.testing.assert_allclose(head[i, n, :length], forced["head"][i, :length],
+                                       atol=1e-5)
+            np.testing.assert_allclose(result.attention[i, n, :length],
+                                       forced["attention"][i, :length], atol=1e-5)
+            assert not np.allclose(head[i, n, :length], result.attention[i, n, :length])
 
 
 def test_exported_links_follow_the_metadata_rule(module):

@@ -27,7 +27,7 @@ class FakeTranslator:
     calls: list = []
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path, precision=None):
         return cls()
 
     def translate(self, sentences, options=None, **overrides):
