@@ -499,6 +499,8 @@ def quiet_framework_logs() -> None:
     warnings.simplefilter("ignore")  # framework deprecation notices, not the user's business
     for name in ("tensorflow", "absl", "h5py", "apache_beam"):
         logging.getLogger(name).setLevel(logging.ERROR)
+    # Which precision path a loaded model runs (the server logs it in its own event).
+    logging.getLogger("nmt.translator").setLevel(logging.WARNING)
 
 
 def main(argv: list[str] | None = None) -> int:
