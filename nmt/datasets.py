@@ -81,6 +81,7 @@ def make_train_dataset(
     skip_batches: int = 0,
     bucket_width: int = 4,
     max_length: int = 100,
+    input_context: tf.distribute.InputContext | None = None,
 ) -> tf.data.Dataset:
     """One epoch of token-budget batches, deterministic for `(seed, epoch)`.
 
@@ -88,15 +89,23 @@ def make_train_dataset(
     same batches as an uninterrupted run from its (k+1)-th batch on, to
     resume training mid-epoch.
 
+    With an `input_context` (`tf.distribute.Strategy.distribute_datasets_from_function`),
+    the epoch's batches are dealt to the strategy's replicas, one batch
+    (of up to `max_tokens`) per replica and step (see `deal_to_replicas`),
+    and this input pipeline yields those of its own replicas; `skip_batches`
+    then counts steps.
+
     Args:
         corpus: the encoded training corpus.
         max_tokens: padded tokens per batch, counted as batch × max(S, T).
         seed: the run's seed.
         epoch: the 0-based epoch number.
-        skip_batches: batches of this epoch already trained on.
+        skip_batches: batches (steps) of this epoch already trained on.
         bucket_width: granularity of the length buckets, in tokens.
         max_length: examples whose source or decoder sequence is longer are
             skipped.
+        input_context: which replicas this input pipeline feeds, or None for
+            one replica.
 
     Returns:
         A `tf.data.Dataset` of `((source, target_in), target_out)`: source
@@ -116,12 +125,49 @@ def make_train_dataset(
         bucket_width=bucket_width,
         max_length=max_length,
     )
-    if not 0 <= skip_batches <= len(batches):
+    local = 1
+    if input_context is not None:
+        replicas = input_context.num_replicas_in_sync
+        local = replicas // input_context.num_input_pipelines
+        batches = deal_to_replicas(
+            batches, replicas=replicas, first=input_context.input_pipeline_id * local, count=local
+        )
+    steps = len(batches) // local
+    if not 0 <= skip_batches <= steps:
         raise ValueError(
-            f"skip_batches must be between 0 and the epoch's {len(batches)} batches. "
+            f"skip_batches must be between 0 and the epoch's {steps} batches (steps). "
             f"Received: skip_batches={skip_batches!r}"
         )
-    return _batches_dataset(corpus, batches[skip_batches:])
+    return _batches_dataset(corpus, batches[skip_batches * local :])
+
+
+def deal_to_replicas(
+    batches: list[np.ndarray], *, replicas: int, first: int, count: int
+) -> list[np.ndarray]:
+    """The planned batches that replicas `first` to `first + count - 1` train on.
+
+    Step k gives replica r the batch `k * replicas + r`. The epoch's last
+    `len(batches) % replicas` batches, too few for a step, are left out, so
+    every replica takes the same number of steps. The result lists step by
+    step, the step's replicas in order, which is how a `tf.distribute` input
+    pipeline hands its elements to its local replicas.
+
+    Args:
+        batches: an epoch's batches in training order (`plan_epoch`).
+        replicas: replicas in sync (all workers' devices).
+        first: the first replica of this input pipeline.
+        count: the replicas this input pipeline feeds.
+
+    Returns:
+        `(len(batches) // replicas) * count` batches.
+    """
+    if not (0 <= first and 1 <= count and first + count <= replicas):
+        raise ValueError(
+            "Replicas first..first+count-1 must lie in 0..replicas-1. "
+            f"Received: replicas={replicas!r}, first={first!r}, count={count!r}"
+        )
+    steps = len(batches) // replicas
+    return [batches[k * replicas + r] for k in range(steps) for r in range(first, first + count)]
 
 
 def make_eval_batches(corpus: EncodedCorpus, *, max_tokens: int) -> tf.data.Dataset:

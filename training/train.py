@@ -15,6 +15,17 @@ A run directory holds everything a run needs to resume or be exported:
     <run>/history.jsonl     one line per evaluation
     <run>/summary.json      steps, time, best dev BLEU, machine and config, written
                             when a run (or a resumed part of it) ends
+
+Under a `TF_CONFIG` that names several workers, every worker runs the same
+command (same config, same `--run` path, on a filesystem they all share) and
+they train together with `MultiWorkerMirroredStrategy` (`training.strategy`).
+Only the chief writes the run directory: it prepares the tokenizers and
+links first, the other workers then read them, and write their own
+checkpoints and logs to a temporary directory removed when they end.
+`optim.max_tokens` bounds each replica's batch: a step trains every replica
+on its own batch, so it takes about `replicas x max_tokens` padded tokens and
+an epoch has about `1 / replicas` as many steps; the learning rate schedule
+counts steps as on one machine.
 """
 
 from __future__ import annotations
@@ -24,9 +35,12 @@ import json
 import logging
 import math
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -46,11 +60,24 @@ from training import corpus_alignment
 from training.config import TrainConfig, parse_duration
 from training.machine import cpu_model
 from training.progress import TrainingProgress
-from training.strategy import pick_strategy
+from training.strategy import (
+    check_same_on_workers,
+    chief_first,
+    distributes_input,
+    gather_from_workers,
+    is_chief,
+    pick_strategy,
+    worker_count,
+)
 
 log = logging.getLogger("nmt.train")
 
 ALIGNMENTS_FILE = "alignments.txt"
+
+
+class TrainingInterrupted(RuntimeError):
+    """A multi-worker run stopped by a signal (its checkpoint saved), so that every
+    worker exits with an error and a job controller starts them again."""
 
 
 class WarmupInverseSqrt(keras.optimizers.schedules.LearningRateSchedule):
@@ -246,13 +273,23 @@ def model_config(cfg: TrainConfig, tokenizers: TokenizerPair) -> ModelConfig:
 
 
 class Trainer:
-    """Owns the model, optimizer, checkpoints and the training loop."""
+    """Owns the model, optimizer, checkpoints and the training loop.
 
-    def __init__(self, cfg: TrainConfig, run_dir: Path, tokenizers, corpus, dev_pairs):
+    Args:
+        strategy: the `tf.distribute` strategy (default: `pick_strategy()`).
+        out_dir: where checkpoints, best weights, logs and history are written
+            (default: `run_dir`; a temporary directory on workers other than
+            the chief). Checkpoints are resumed from `run_dir`.
+    """
+
+    def __init__(self, cfg: TrainConfig, run_dir: Path, tokenizers, corpus, dev_pairs,
+                 strategy: tf.distribute.Strategy | None = None, out_dir: Path | None = None):
         self.cfg, self.run_dir = cfg, run_dir
+        self.out_dir = out_dir or run_dir
         self.corpus, self.tokenizers = corpus, tokenizers
         self.dev_sources, self.dev_references = group_references(dev_pairs)
-        self.strategy = pick_strategy()
+        self.strategy = strategy or pick_strategy()
+        self.workers = worker_count(self.strategy)
         keras.mixed_precision.set_global_policy(cfg.optim.precision)
         self.head = cfg.alignment_head
         with self.strategy.scope():
@@ -285,10 +322,10 @@ class Trainer:
             rng=self.rng, **self.state,
         )
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, run_dir / "checkpoints", cfg.optim.keep_checkpoints
+            self.checkpoint, self.out_dir / "checkpoints", cfg.optim.keep_checkpoints
         )
         self.best = tf.train.Checkpoint(weights=list(self.model.weights))
-        self.writer = tf.summary.create_file_writer(str(run_dir / "logs"))
+        self.writer = tf.summary.create_file_writer(str(self.out_dir / "logs"))
         self.module = TranslationModule(self.model, tokenizers)
         self.stop_reason: str | None = None
 
@@ -373,7 +410,8 @@ class Trainer:
     # --- the loop -------------------------------------------------------------------
 
     def restore(self) -> bool:
-        path = self.manager.latest_checkpoint
+        """Loads the latest checkpoint of `run_dir` (the chief's, on every worker)."""
+        path = tf.train.latest_checkpoint(str(self.run_dir / "checkpoints"))
         if not path:
             return False
         core = tf.train.Checkpoint(
@@ -389,6 +427,22 @@ class Trainer:
                         "other dropout masks than an uninterrupted one would", path)
         log.info("resumed from %s at step %d", path, int(self.state["step"]))
         return True
+
+    def _agreed_stop(self, started: float, budget: float) -> str | None:
+        """`_should_stop`, agreed by all workers: they stop when any of them would.
+
+        A signal that reached one worker stops all of them as a signal does
+        (no last evaluation)."""
+        reason = self._should_stop(started, budget)
+        if self.workers == 1:
+            return reason
+        code = 0 if reason is None else 2 if self.stop_reason else 1
+        codes = gather_from_workers(self.strategy, [code])[:, 0]
+        if codes.max() == 2 and not self.stop_reason:
+            self.stop_reason = "signal to another worker"
+        if codes.max() and reason is None:
+            reason = self.stop_reason or "another worker stopped"
+        return reason
 
     def _should_stop(self, started: float, budget: float) -> str | None:
         o = self.cfg.optim
@@ -428,12 +482,16 @@ class Trainer:
 
     def _run_epoch(self, progress, started, budget, base_seconds) -> str | None:
         o = self.cfg.optim
-        dataset = make_train_dataset(
-            self.corpus, max_tokens=o.max_tokens, seed=o.seed, epoch=int(self.state["epoch"]),
-            skip_batches=int(self.state["batch_in_epoch"]),
-        )
+        epoch, skip = int(self.state["epoch"]), int(self.state["batch_in_epoch"])
+
+        def epoch_dataset(context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+            return make_train_dataset(self.corpus, max_tokens=o.max_tokens, seed=o.seed,
+                                      epoch=epoch, skip_batches=skip, input_context=context)
+
+        dataset = (self.strategy.distribute_datasets_from_function(epoch_dataset)
+                   if distributes_input(self.strategy) else epoch_dataset())
         for inputs, target_out, *gold in dataset:
-            reason = self._should_stop(started, budget)
+            reason = self._agreed_stop(started, budget)
             if reason:
                 return reason
             loss, align_loss, head_loss = (
@@ -447,7 +505,7 @@ class Trainer:
                 )
             step = int(self.state["step"].assign_add(1))
             self.state["batch_in_epoch"].assign_add(1)
-            tokens = int(tf.reduce_sum(tf.cast(target_out > 0, tf.int32)))
+            tokens = self._step_tokens(target_out)
             self.state["target_tokens"].assign_add(tokens)
             lr = float(self.optimizer.learning_rate)
             progress.update(step, loss, tokens, lr, int(self.state["epoch"]))
@@ -464,7 +522,17 @@ class Trainer:
             if step % o.eval_every == 0 and not self.head.frozen:
                 # A frozen head leaves the translations (and dev BLEU) as they were.
                 self._evaluate_and_keep_best(step)
-        return self._should_stop(started, budget)
+        return self._agreed_stop(started, budget)
+
+    def _step_tokens(self, target_out) -> int:
+        """Target tokens of a step, over all replicas and workers."""
+        tokens = sum(int(tf.reduce_sum(tf.cast(part > 0, tf.int64)))
+                     for part in self.strategy.experimental_local_results(target_out))
+        if self.workers == 1:
+            return tokens
+        # Each replica's row holds its worker's count.
+        local = len(self.strategy.experimental_local_results(target_out))
+        return int(gather_from_workers(self.strategy, [tokens])[::local, 0].sum())
 
     def _evaluate_and_keep_best(self, step: int) -> None:
         result = self.evaluate()
@@ -472,13 +540,13 @@ class Trainer:
         if improved:
             self.state["best_bleu"].assign(result["bleu"])
             self.state["evals_since_best"].assign(0)
-            self.best.write(str(self.run_dir / "best" / "weights"))
+            self.best.write(str(self.out_dir / "best" / "weights"))
         else:
             self.state["evals_since_best"].assign_add(1)
         record = {"step": step, "epoch": int(self.state["epoch"]),
                   "train_seconds": round(float(self.state["train_seconds"]), 1),
                   "best": improved, **result}
-        with open(self.run_dir / "history.jsonl", "a", encoding="utf-8") as f:
+        with open(self.out_dir / "history.jsonl", "a", encoding="utf-8") as f:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
         with self.writer.as_default():
             tf.summary.scalar("dev/bleu", result["bleu"], step=step)
@@ -495,11 +563,77 @@ class Trainer:
 
 def run(config_path: str | Path, run_dir: str | Path, *, resume: bool = False,
         max_time: str | None = None, overrides: dict | None = None) -> Path:
-    """Trains per `config_path` into `run_dir`; returns the run directory."""
-    from training.config import load_config, read_raw_config
+    """Trains per `config_path` into `run_dir`; returns the run directory.
 
+    Under a multi-worker `TF_CONFIG`, every worker calls it with the same
+    arguments (see the module docstring).
+
+    Raises:
+        TrainingInterrupted: on every worker of a multi-worker run that a
+            signal stopped (one machine returns normally after a signal).
+    """
+    from training.config import load_config
+
+    strategy = pick_strategy()  # first: a multi-worker strategy is made before any TF op
     cfg = load_config(config_path, overrides)
     run_dir = Path(run_dir)
+    corpora: list = []
+
+    def prepare() -> None:  # the run's own files, written by the chief alone
+        start_run_directory(config_path, run_dir, resume=resume, overrides=overrides)
+        keras.utils.set_random_seed(cfg.optim.seed)
+        corpora.extend(load_corpora(cfg, run_dir))
+
+    if not chief_first(strategy, prepare):
+        if not (run_dir / "config.yaml").exists():
+            raise FileNotFoundError(
+                f"{run_dir / 'config.yaml'}, written by the chief worker, is not here: every "
+                "worker must see the run directory at the same path (a shared filesystem)")
+        keras.utils.set_random_seed(cfg.optim.seed)
+        corpora.extend(load_corpora(cfg, run_dir))  # the chief's tokenizers and links
+    tokenizers, corpus, dev = corpora
+    check_same_on_workers(
+        strategy, "training corpus and tokenizers (checksums)", corpus_checksum(corpus, tokenizers),
+        "Every worker must read the same data.train file and the run's tokenizer/.")
+    out_dir = run_dir if is_chief(strategy) else Path(tempfile.mkdtemp(prefix="nmt-worker-"))
+    try:
+        trainer = Trainer(cfg, run_dir, tokenizers, corpus, dev, strategy=strategy,
+                          out_dir=out_dir)
+        if resume:
+            trainer.restore()
+        check_same_on_workers(
+            strategy, "the step they start from", int(trainer.state["step"]),
+            f"Every worker must see the chief's checkpoints in {run_dir / 'checkpoints'}.")
+        previous = {s: signal.signal(s, trainer.request_stop)
+                    for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            trainer.train(None if max_time is None else parse_duration(max_time))
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        if out_dir == run_dir:
+            _write_summary(trainer, run_dir)
+    finally:
+        if out_dir != run_dir:
+            shutil.rmtree(out_dir, ignore_errors=True)
+    if trainer.workers > 1 and trainer.stop_reason:
+        # Exit code 0 would tell a job controller (Kubernetes, Vertex AI) the run is done.
+        raise TrainingInterrupted(
+            f"training stopped by a {trainer.stop_reason} at step {int(trainer.state['step'])} "
+            f"on all {trainer.workers} workers, checkpoint saved: start every worker again "
+            "with --resume to continue")
+    return run_dir
+
+
+def start_run_directory(config_path: str | Path, run_dir: Path, *, resume: bool,
+                        overrides: dict | None) -> None:
+    """Creates `run_dir` with the effective config, or checks it is resumed.
+
+    Raises:
+        ValueError: `run_dir` already holds files and `resume` is False.
+    """
+    from training.config import read_raw_config
+
     if run_dir.exists() and any(run_dir.iterdir()) and not resume:
         raise ValueError(
             f"{run_dir} already holds a run; pass --resume to continue it or choose another "
@@ -515,19 +649,18 @@ def run(config_path: str | Path, run_dir: str | Path, *, resume: bool = False,
             head = effective["alignment_head"]
             head["init_from"] = os.path.relpath(head["init_from"], run_dir.resolve())
         (run_dir / "config.yaml").write_text(yaml.safe_dump(effective, sort_keys=False))
-    keras.utils.set_random_seed(cfg.optim.seed)
-    tokenizers, corpus, dev = load_corpora(cfg, run_dir)
-    trainer = Trainer(cfg, run_dir, tokenizers, corpus, dev)
-    if resume:
-        trainer.restore()
-    previous = {s: signal.signal(s, trainer.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        trainer.train(None if max_time is None else parse_duration(max_time))
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    _write_summary(trainer, run_dir)
-    return run_dir
+
+
+def corpus_checksum(corpus, tokenizers: TokenizerPair) -> int:
+    """CRC-32 of the tokenizers' models and the encoded corpus (ids and links)."""
+    parts = [tokenizers.source.model_proto, tokenizers.target.model_proto]
+    for ids in (corpus.source, corpus.target, corpus.alignments):
+        if ids is not None:
+            parts += [ids.values.tobytes(), ids.row_splits.tobytes()]
+    checksum = 0
+    for part in parts:
+        checksum = zlib.crc32(part, checksum)
+    return checksum
 
 
 def relative_data_paths(data: dict, run_dir: Path) -> dict:
@@ -568,6 +701,8 @@ def _write_summary(trainer: Trainer, run_dir: Path) -> None:
         "joined_examples": int((trainer.corpus.indices < 0).sum()),
         "dev_sources": len(trainer.dev_sources),
         "machine": machine_summary(),
+        "workers": trainer.workers,
+        "replicas": int(trainer.strategy.num_replicas_in_sync),
         "model_config": trainer.model.config.to_dict(),
         "guided_alignment": dataclasses.asdict(trainer.cfg.guided_alignment),
         "alignment_head": _relative_start(dataclasses.asdict(trainer.cfg.alignment_head),

@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from nmt.datasets import make_eval_batches, make_train_dataset, plan_epoch
+from nmt.datasets import deal_to_replicas, make_eval_batches, make_train_dataset, plan_epoch
 from nmt.encoding import EncodedCorpus, RaggedIds
 from nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
@@ -88,6 +89,33 @@ def test_skip_batches_resumes_exactly():
     assert _batches(make_train_dataset(corpus, skip_batches=len(full), **kwargs)) == []
     with pytest.raises(ValueError, match="skip_batches"):
         make_train_dataset(corpus, skip_batches=len(full) + 1, **kwargs)
+
+
+def test_deal_to_replicas_gives_each_replica_its_own_batch_per_step():
+    batches = [np.array([i]) for i in range(11)]  # 11 batches: 2 steps of 4 replicas, 3 left
+    dealt = deal_to_replicas(batches, replicas=4, first=2, count=2)
+    assert [b.tolist() for b in dealt] == [[2], [3], [6], [7]]
+    pipelines = [deal_to_replicas(batches, replicas=4, first=f, count=1) for f in range(4)]
+    assert sorted(int(b[0]) for p in pipelines for b in p) == list(range(8))
+    assert deal_to_replicas(batches[:3], replicas=4, first=0, count=4) == []
+    with pytest.raises(ValueError, match="first=3, count=2"):
+        deal_to_replicas(batches, replicas=4, first=3, count=2)
+
+
+def test_input_context_yields_its_replicas_batches_and_skips_steps():
+    corpus = _random_corpus()
+    kwargs = {"max_tokens": 300, "seed": 5, "epoch": 1}
+    full = _batches(make_train_dataset(corpus, **kwargs))
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1,
+                                         num_replicas_in_sync=4)
+    mine = _batches(make_train_dataset(corpus, input_context=context, **kwargs))
+    steps = len(full) // 4
+    expected = [full[4 * k + r] for k in range(steps) for r in (2, 3)]
+    assert _same(mine, expected)
+    resumed = _batches(make_train_dataset(corpus, input_context=context, skip_batches=3, **kwargs))
+    assert _same(resumed, expected[6:])
+    with pytest.raises(ValueError, match="skip_batches"):
+        make_train_dataset(corpus, input_context=context, skip_batches=steps + 1, **kwargs)
 
 
 def test_max_length_skips_long_examples():
