@@ -28,7 +28,7 @@ from training.train import load_corpora
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
 WORKERS = 2
-LAUNCH_TIMEOUT_S = 240
+LAUNCH_TIMEOUT_S = 420  # per launch; generous for a loaded machine, processes killed past it
 
 # Runs `nmt train` (argv[2:]) and saves the worker's final step and weights to argv[1].
 DRIVER = """
