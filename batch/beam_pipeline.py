@@ -30,7 +30,7 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import apache_beam as beam
@@ -50,7 +50,7 @@ from batch.options import (
 from batch.readers import InputFormat, SourceLine, numbered_lines, parse_line
 from batch.records import error_record, format_record
 from nmt.markup import DOCUMENT_FORMATS
-from nmt.options import decode_options
+from nmt.options import given_decode_options
 from nmt.types import DecodeOptions
 
 # Character lengths at which sentences go to different batches (bisect_right:
@@ -84,7 +84,8 @@ class TranslationModelHandler(ModelHandler[tuple[int, str], dict, object]):
     Args:
         model: SavedModel base or version directory (local, or any Beam
             filesystem path such as `gs://`, copied to the worker).
-        options: decoding options.
+        options: decoding options, or the fields a user set (a mapping; None:
+            none) over the model's default decoding (`batch.engines.complete_options`).
         batch_size: sentences per model call.
         with_alignment: add tokens and attention matrices to the records.
         max_wait_secs: longest time a partial batch waits for more sentences
@@ -95,7 +96,7 @@ class TranslationModelHandler(ModelHandler[tuple[int, str], dict, object]):
             `batch_size` at a time).
     """
 
-    def __init__(self, model: str, options: DecodeOptions | None = None, *,
+    def __init__(self, model: str, options: DecodeOptions | Mapping | None = None, *,
                  batch_size: int = DEFAULT_BATCH_SIZE, with_alignment: bool = False,
                  max_wait_secs: int = 10, document_format: str | None = None):
         if batch_size < 1:
@@ -106,7 +107,8 @@ class TranslationModelHandler(ModelHandler[tuple[int, str], dict, object]):
         super().__init__(min_batch_size=batch_size, max_batch_size=batch_size,
                          max_batch_duration_secs=max_wait_secs, batch_length_fn=source_length,
                          batch_bucket_boundaries=list(LENGTH_BUCKETS))
-        self._model, self._options = model, options or DecodeOptions()
+        # Fields a user set (a mapping) are set over the model's default decoding.
+        self._model, self._options = model, options if options is not None else {}
         self._batch_size, self._with_alignment = batch_size, with_alignment
         self._document_format = document_format
 
@@ -195,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     """Parses our options, passes the rest to Beam (`--runner`, ...) and runs the pipeline."""
     args, beam_args = _parser().parse_known_args(argv)
     fmt = input_format(args, args.input)
-    handler = TranslationModelHandler(args.model, decode_options(args),
+    handler = TranslationModelHandler(args.model, given_decode_options(args),
                                       batch_size=args.batch_size, with_alignment=args.alignment,
                                       max_wait_secs=args.max_wait_secs,
                                       document_format=args.document_format)

@@ -16,7 +16,7 @@ from batch.options import (
 )
 from batch.readers import open_input
 from batch.records import OUTPUT_FORMATS, detect_output_format
-from nmt.options import add_precision_option, decode_options, local_precision
+from nmt.options import add_precision_option, given_decode_options, local_precision
 
 log = logging.getLogger("nmt.batch")
 
@@ -51,7 +51,7 @@ def add_batch_parser(sub) -> None:
 def _make_engine(args):
     from batch.engines import LocalEngine, ServerEngine
 
-    options = decode_options(args)
+    options = given_decode_options(args)  # over the model's default decoding (the engine's)
     precision = local_precision(args)
     if args.server:
         certificates = args.ca_cert.read_bytes() if args.ca_cert else None

@@ -12,16 +12,20 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Iterator, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
 from nmt.constants import DEFAULT_BATCH_SIZE, MAX_SENTENCE_TOKENS
 from nmt.precision import AUTO
-from nmt.types import DecodeOptions, Translation
+from nmt.types import DecodeOptions, Translation, options_over
 
 log = logging.getLogger("nmt.batch")
 
 # Sentences per model call (or per streamed request) unless the job says otherwise.
+
+
+# What an engine is given to decode with: complete options, or the fields a user set.
+EngineOptions = DecodeOptions | Mapping[str, Any] | None
 
 
 class BadInputError(ValueError):
@@ -73,6 +77,21 @@ def translate_or_explain(engine: Engine, sentences: Sequence[str]) -> list[Trans
             + translate_or_explain(engine, sentences[middle:]))
 
 
+def complete_options(options: DecodeOptions | Mapping[str, Any] | None,
+                     model_defaults: Callable[[], DecodeOptions]) -> DecodeOptions:
+    """The options an engine decodes with: `options` itself, or the fields it maps
+    (None: none) over the model's default decoding (`nmt.types.options_over`).
+
+    Args:
+        options: complete options, or the fields a user set.
+        model_defaults: returns the model's default decoding (its export's
+            recommended one), called only when `options` is not complete.
+    """
+    if isinstance(options, DecodeOptions):
+        return options
+    return options_over(model_defaults(), options or {})
+
+
 def _check_batch_size(batch_size: int) -> None:
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1. Received: batch_size={batch_size!r}")
@@ -83,18 +102,20 @@ class LocalEngine:
 
     Args:
         translator: a loaded `Translator`.
-        options: decoding options.
+        options: decoding options, or the fields a user set (a mapping; None:
+            none) over the model's default decoding (`complete_options`).
         batch_size: sentences per call to the model.
     """
 
     max_source_tokens: int | None = MAX_SENTENCE_TOKENS
 
-    def __init__(self, translator, options: DecodeOptions, batch_size: int = DEFAULT_BATCH_SIZE):
+    def __init__(self, translator, options: EngineOptions, batch_size: int = DEFAULT_BATCH_SIZE):
         _check_batch_size(batch_size)
-        self.translator, self.options, self.batch_size = translator, options, batch_size
+        self.translator, self.batch_size = translator, batch_size
+        self.options = complete_options(options, lambda: translator.info.default_options)
 
     @classmethod
-    def load(cls, model: str | os.PathLike, options: DecodeOptions,
+    def load(cls, model: str | os.PathLike, options: EngineOptions,
              batch_size: int = DEFAULT_BATCH_SIZE, precision: str = AUTO) -> LocalEngine:
         """Loads `model` (see `Translator.load`, which reads `precision`)."""
         from nmt.translator import Translator
@@ -143,8 +164,10 @@ class ServerEngine:
 
     Args:
         client: an `nmt_api.client.TranslationClient` (or anything with its
-            `translate_stream(batches, options)`).
-        options: decoding options.
+            `translate_stream(batches, options)`, and `default_options()` when
+            `options` is not complete).
+        options: as for `LocalEngine`; the served model's default decoding
+            comes from the server (`GetModelInfo`).
         batch_size: sentences per streamed request (at most the server's
             `max_sentences`).
         target: the server address, recorded in the job's checkpoint.
@@ -155,14 +178,15 @@ class ServerEngine:
     # The server runs the same export, which truncates sentences at this limit.
     max_source_tokens: int | None = MAX_SENTENCE_TOKENS
 
-    def __init__(self, client, options: DecodeOptions, batch_size: int = DEFAULT_BATCH_SIZE,
+    def __init__(self, client, options: EngineOptions, batch_size: int = DEFAULT_BATCH_SIZE,
                  target: str = "", *, retries: int = 5, backoff_s: float = 1.0):
         _check_batch_size(batch_size)
-        self.client, self.options, self.batch_size = client, options, batch_size
+        self.client, self.batch_size = client, batch_size
+        self.options = complete_options(options, lambda: client.default_options())
         self.target, self.retries, self.backoff_s = target, retries, backoff_s
 
     @classmethod
-    def connect(cls, target: str, options: DecodeOptions, batch_size: int = DEFAULT_BATCH_SIZE, *,
+    def connect(cls, target: str, options: EngineOptions, batch_size: int = DEFAULT_BATCH_SIZE, *,
                 timeout: float | None = None, root_certificates: bytes | None = None,
                 token: str | None = None) -> ServerEngine:
         from nmt_api.client import TranslationClient

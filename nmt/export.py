@@ -25,7 +25,7 @@ from nmt.precision import BFLOAT16, FLOAT32, export_flag, export_paths, signatur
 from nmt.search import VOCAB_BLOCK, beam_search, tile_beams
 from nmt.shortlist import Shortlist, batch_vocabulary, sentence_vocabularies
 from nmt.tokenizer import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, TokenizerPair
-from nmt.types import DecodeOptions
+from nmt.types import DecodeOptions, recommended_options
 
 _STRINGS = tf.TensorSpec([None], tf.string)
 _OPTION_SPECS = {
@@ -37,7 +37,8 @@ _OPTION_SPECS = {
     "n_best": tf.TensorSpec([], tf.int32),
     "replace_unknown": tf.TensorSpec([], tf.bool),
 }
-# What the `serving_default` signature decodes with: the `DecodeOptions` defaults.
+# The `DecodeOptions` defaults: what `serving_default` decodes with unless the metadata
+# recommends other options (`TranslationModule.default_options`).
 DEFAULT_OPTIONS = dataclasses.asdict(DecodeOptions())
 
 
@@ -87,6 +88,13 @@ class TranslationModule(tf.Module):
         # An ordered list of the weights, so a rebuilt model can restore them by
         # position (see `module_from_export`).
         self.model_weights = list(model.weights)
+
+    @property
+    def default_options(self) -> dict:
+        """What `translate` (`serving_default`) decodes with: the metadata's
+        `recommended_decoding` (e.g. greedy for a distilled model) over the
+        `DecodeOptions` defaults. Read when the function is traced (at export)."""
+        return dataclasses.asdict(recommended_options(self.metadata))
 
     @property
     def link_rule(self) -> str:
@@ -146,7 +154,7 @@ class TranslationModule(tf.Module):
 
         @tf.function(input_signature=[_STRINGS])
         def translate(sentences):
-            out = translate_with_options(sentences, **DEFAULT_OPTIONS)
+            out = translate_with_options(sentences, **self.default_options)
             return {key: value[:, 0] for key, value in out.items()}
 
         setattr(self, f"translate_with_options_{precision}", translate_with_options)
@@ -266,8 +274,9 @@ class TranslationModule(tf.Module):
 
     @tf.function(input_signature=[_STRINGS])
     def translate(self, sentences):
-        """Decoding with the `DecodeOptions` defaults; outputs without the n-best axis."""
-        out = self.translate_with_options(sentences, **DEFAULT_OPTIONS)
+        """Decoding with the model's default options (`default_options`); outputs without
+        the n-best axis."""
+        out = self.translate_with_options(sentences, **self.default_options)
         return {key: value[:, 0] for key, value in out.items()}
 
     @tf.function(input_signature=[_STRINGS])

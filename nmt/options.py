@@ -11,40 +11,75 @@ import argparse
 from pathlib import Path
 
 from nmt.precision import AUTO, LOAD_CHOICES
-from nmt.types import DecodeOptions
+from nmt.types import DecodeOptions, options_over
 
 # The shipped model (base directory of `<version>/` SavedModels) in a checkout.
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "models" / "en-fr"
 
 
+# The decoding flags of `add_decode_options`: (`DecodeOptions` field, type, help).
+_DECODE_FLAGS = (
+    ("beam_size", int, "beams; 1 = greedy"),
+    ("n_best", int, "hypotheses per sentence"),
+    ("length_penalty", float, "alpha of Wu et al. 2016"),
+    ("coverage_penalty", float, "beta of Wu et al. 2016"),
+    ("max_length_ratio", float, "most target tokens per source token"),
+)
+
+
 def add_decode_options(parser: argparse.ArgumentParser) -> None:
-    """Adds the `DecodeOptions` flags (defaults from `DecodeOptions`) to `parser`."""
+    """Adds the `DecodeOptions` flags to `parser`.
+
+    A flag left out takes the model's default decoding (its export's
+    recommended decoding, e.g. greedy for a distilled model), else the
+    `DecodeOptions` default shown in the help.
+    """
     default = DecodeOptions()
-    parser.add_argument("--beam-size", type=int, default=default.beam_size,
-                        help=f"beams; 1 = greedy (default {default.beam_size})")
-    parser.add_argument("--n-best", type=int, default=default.n_best,
-                        help="hypotheses per sentence")
-    parser.add_argument("--length-penalty", type=float, default=default.length_penalty,
-                        help="alpha of Wu et al. 2016")
-    parser.add_argument("--coverage-penalty", type=float, default=default.coverage_penalty,
-                        help="beta of Wu et al. 2016")
-    parser.add_argument("--max-length-ratio", type=float, default=default.max_length_ratio,
-                        help="most target tokens per source token")
+    for name, kind, text in _DECODE_FLAGS:
+        parser.add_argument("--" + name.replace("_", "-"), type=kind, default=None,
+                            help=f"{text} (default: the model's, else {getattr(default, name)})")
     parser.add_argument("--no-replace-unknown", action="store_true",
                         help="keep unknown pieces instead of copying the attended source word")
 
 
-def decode_options(args: argparse.Namespace) -> DecodeOptions:
-    """The `DecodeOptions` of arguments parsed with `add_decode_options`.
+def given_decode_options(args: argparse.Namespace) -> dict:
+    """The `DecodeOptions` fields set on the command line (`add_decode_options`)."""
+    given = {name: getattr(args, name) for name, _, _ in _DECODE_FLAGS
+             if getattr(args, name) is not None}
+    if args.no_replace_unknown:
+        given["replace_unknown"] = False
+    return given
+
+
+def decode_options(args: argparse.Namespace,
+                   defaults: DecodeOptions | None = None) -> DecodeOptions:
+    """The `DecodeOptions` of arguments parsed with `add_decode_options`: the flags given,
+    over `defaults` (`nmt.types.options_over`).
+
+    Args:
+        args: the parsed arguments.
+        defaults: the model's default decoding (`Translator.info.default_options`,
+            a server's `TranslationClient.default_options()`); None: `DecodeOptions()`.
 
     Raises:
         ValueError: an option is out of range (the message names it).
     """
-    return DecodeOptions(
-        beam_size=args.beam_size, n_best=args.n_best, length_penalty=args.length_penalty,
-        coverage_penalty=args.coverage_penalty, max_length_ratio=args.max_length_ratio,
-        replace_unknown=not args.no_replace_unknown,
-    )
+    return options_over(defaults or DecodeOptions(), given_decode_options(args))
+
+
+def client_decode_options(args: argparse.Namespace, client) -> DecodeOptions | None:
+    """The options to send a server with the flags of `add_decode_options`.
+
+    Args:
+        args: the parsed arguments.
+        client: an `nmt_api.client.TranslationClient` (its `default_options()`).
+
+    Returns:
+        None when no flag is given (the served model's default decoding
+        applies), else the flags over that default.
+    """
+    given = given_decode_options(args)
+    return options_over(client.default_options(), given) if given else None
 
 
 def add_precision_option(parser: argparse.ArgumentParser) -> None:

@@ -25,8 +25,9 @@ from nmt.types import (
     DecodeOptions,
     Hypothesis,
     Translation,
-    dataclass_from_dict,
+    options_over,
     parse_pharaoh,
+    recommended_options,
     sentence_list,
 )
 
@@ -48,6 +49,9 @@ class ModelInfo:
         alignment: where `Hypothesis.alignment` comes from: `"alignment_head"`
             or `"attention"` (the decoder's).
         word_links: the rule of the exported word links (`nmt.word_links`).
+        default_options: the decoding of a caller that sets no options: the
+            export's recommended decoding (metadata `recommended_decoding`,
+            e.g. greedy for a distilled student) over `DecodeOptions()`.
         precision: the path translations run on: `"float32"` or `"bfloat16"`
             matrix products (`nmt.precision`).
         precisions: the paths the export carries, its standard signatures' first.
@@ -64,6 +68,7 @@ class ModelInfo:
     metadata: dict
     alignment: str = "attention"
     word_links: str = word_links.DEFAULT_LINK_RULE
+    default_options: DecodeOptions = DecodeOptions()
     precision: str = FLOAT32
     precisions: tuple[str, ...] = (FLOAT32,)
     precision_reason: str = ""
@@ -73,10 +78,10 @@ def _strings(values: np.ndarray) -> list[str]:
     return [v.decode("utf-8", errors="replace") for v in values]
 
 
-def _decode_options(options: DecodeOptions | None, overrides: dict) -> DecodeOptions:
-    """`options` with `overrides` applied; unknown names raise ValueError."""
-    values = {**dataclasses.asdict(options or DecodeOptions()), **overrides}
-    return dataclass_from_dict(DecodeOptions, values, "decoding options")
+def _decode_options(options: DecodeOptions, overrides: dict) -> DecodeOptions:
+    """`options` with `overrides` applied (`nmt.types.options_over`); unknown names raise
+    ValueError."""
+    return options_over(options, overrides) if overrides else options
 
 
 class Translator:
@@ -133,6 +138,7 @@ class Translator:
             metadata=metadata,
             alignment="alignment_head" if config.get("alignment_head") else "attention",
             word_links=str(metadata.get("word_links", word_links.DEFAULT_LINK_RULE)),
+            default_options=recommended_options(metadata),
             precision=choice.precision, precisions=carried, precision_reason=choice.reason,
         )
         log.info("%s version %s translates with %s matrix products (%s)", info.name,
@@ -146,11 +152,15 @@ class Translator:
 
         Args:
             sentences: the source sentences (a list, not a single string).
-            options: decoding options; defaults to `DecodeOptions()`.
+            options: decoding options; defaults to the model's,
+                `info.default_options` (its export's recommended decoding, else
+                `DecodeOptions()`).
             links: a rule of `nmt.word_links.LINK_RULES` to read the word links
                 with; None keeps the model's own (`argmax`).
             link_threshold: the rule's threshold (`threshold` and `grow`).
-            **overrides: any `DecodeOptions` field, e.g. `beam_size=1`.
+            **overrides: any `DecodeOptions` field, e.g. `beam_size=1`, set over
+                `options` (an `n_best` above their beam, with no `beam_size`,
+                widens the beam to `n_best`).
 
         Returns:
             One `Translation` per sentence, in order (an empty list for no input).
@@ -161,7 +171,7 @@ class Translator:
             ValueError: a decoding option is out of range or unknown, or a link
                 rule is unknown or needs a newer export.
         """
-        options = _decode_options(options, overrides)
+        options = _decode_options(options or self.info.default_options, overrides)
         self._check_links(links, link_threshold)
         sentences = sentence_list(sentences, "sentences")
         if not sentences:

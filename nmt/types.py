@@ -319,3 +319,60 @@ class DecodeOptions:
                 "coverage_penalty must be in [0, 5]. "
                 f"Received: coverage_penalty={self.coverage_penalty!r}"
             )
+
+
+# The export metadata key of a model's recommended decoding: `DecodeOptions` fields, e.g.
+# `{"beam_size": 1}` for a distilled student that needs no beam; unset fields keep the
+# `DecodeOptions` defaults. It is the model's default wherever a caller sets no options.
+RECOMMENDED_DECODING = "recommended_decoding"
+
+
+def options_over(defaults: DecodeOptions, given: Mapping[str, Any],
+                 where: str = "decoding options") -> DecodeOptions:
+    """`defaults` with the fields of `given` set.
+
+    A caller that asks for more hypotheses (`n_best`) than the default beam
+    and sets no `beam_size` gets a beam of `n_best`, the least that returns
+    them (3 hypotheses of a greedy model: beam 3); one that sets a beam
+    narrower than the default `n_best` and no `n_best` gets `n_best` =
+    `beam_size`.
+
+    Args:
+        defaults: the options of a caller that sets none.
+        given: field name -> value.
+        where: what `given` is, for the error message.
+
+    Returns:
+        The options to decode with.
+
+    Raises:
+        ValueError: a key is not a `DecodeOptions` field, or a value is out of
+            range (the message names it).
+    """
+    values = dict(given)
+    n_best, beam = values.get("n_best"), values.get("beam_size")
+    if beam is None and isinstance(n_best, int) and n_best > defaults.beam_size:
+        values["beam_size"] = n_best
+    if n_best is None and isinstance(beam, int) and 1 <= beam < defaults.n_best:
+        values["n_best"] = beam
+    return dataclass_from_dict(DecodeOptions, {**dataclasses.asdict(defaults), **values}, where)
+
+
+def recommended_options(metadata: Mapping[str, Any]) -> DecodeOptions:
+    """The decoding an export recommends: `DecodeOptions()` with the fields of its
+    metadata's `recommended_decoding` (none: `DecodeOptions()` itself).
+
+    Raises:
+        ValueError: `recommended_decoding` is not a mapping of valid `DecodeOptions`
+            fields (the message quotes it).
+    """
+    given = metadata.get(RECOMMENDED_DECODING) or {}
+    if not isinstance(given, Mapping):
+        raise ValueError(f"{RECOMMENDED_DECODING} in the export's metadata must map "
+                         f"DecodeOptions fields to values, e.g. {{\"beam_size\": 1}}. "
+                         f"Received: {given!r}")
+    try:
+        return options_over(DecodeOptions(), given, f"the export's {RECOMMENDED_DECODING}")
+    except ValueError as error:
+        raise ValueError(f"the export's {RECOMMENDED_DECODING} {dict(given)!r} is not valid: "
+                         f"{error}; re-export with another recommended decoding") from error

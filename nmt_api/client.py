@@ -271,6 +271,12 @@ class TranslationClient:
                                            metadata=self._metadata)
         return convert.model_info_from_proto(response)
 
+    def default_options(self) -> DecodeOptions:
+        """The served model's decoding for requests that set no options (its recommended
+        decoding, e.g. greedy for a distilled model; `DecodeOptions()` from an older
+        server)."""
+        return DecodeOptions(**self.model_info()["default_options"])
+
     def wait_until_serving(self, timeout: float = 60.0) -> None:
         """Blocks until the health service reports SERVING; `TimeoutError` after `timeout` s."""
         end = time.monotonic() + timeout
@@ -391,6 +397,10 @@ class AsyncTranslationClient:
         response = await self._stub.GetModelInfo(pb2.GetModelInfoRequest(),
                                                  timeout=self.timeout, metadata=self._metadata)
         return convert.model_info_from_proto(response)
+
+    async def default_options(self) -> DecodeOptions:
+        """See `TranslationClient.default_options`."""
+        return DecodeOptions(**(await self.model_info())["default_options"])
 
     async def wait_until_serving(self, timeout: float = 60.0) -> None:
         """See `TranslationClient.wait_until_serving`."""

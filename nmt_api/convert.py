@@ -25,6 +25,7 @@ from nmt.types import (
 from nmt_api import protos
 
 pb2, _ = protos.load()
+_OPTION_NAMES = tuple(field.name for field in dataclasses.fields(DecodeOptions))
 
 
 # --- types -> proto (server side) ------------------------------------------------------------
@@ -80,7 +81,8 @@ def document_to_proto(document: DocumentTranslation, with_alignment: bool = True
 
 
 def model_info_to_proto(info, limits):
-    """A `GetModelInfoResponse` from an `nmt.translator.ModelInfo` and the server's limits.
+    """A `GetModelInfoResponse` from an `nmt.translator.ModelInfo` and the server's limits
+    (`default_options`: the model's decoding for requests that set no options).
 
     `limits` is any dataclass with the fields of `ServerLimits` (the server's
     `serving.validation.Limits`).
@@ -94,6 +96,7 @@ def model_info_to_proto(info, limits):
         scores=flatten_scores(metadata.get("scores", {})),
         metadata_json=json.dumps(metadata, default=str),
         limits=pb2.ServerLimits(**dataclasses.asdict(limits)),
+        default_options=options_to_proto(getattr(info, "default_options", DecodeOptions())),
         alignment=info.alignment, word_links=info.word_links,
         precision=info.precision, precisions=info.precisions)
 
@@ -188,7 +191,9 @@ def document_from_proto(message, source: str) -> DocumentTranslation:
 
 
 def model_info_from_proto(message) -> dict:
-    """`GetModelInfoResponse` as a plain dict (`metadata` parsed from JSON)."""
+    """`GetModelInfoResponse` as a plain dict (`metadata` parsed from JSON;
+    `default_options` the `DecodeOptions` fields the server set, `{}` from a server
+    older than the field: `DecodeOptions(**info["default_options"])` either way)."""
     return {
         "name": message.name,
         "version": message.version,
@@ -202,6 +207,9 @@ def model_info_from_proto(message) -> dict:
         "attribution": message.attribution,
         "scores": dict(message.scores),
         "metadata": json.loads(message.metadata_json) if message.metadata_json else {},
+        "default_options": {name: getattr(message.default_options, name)
+                            for name in _OPTION_NAMES
+                            if message.default_options.HasField(name)},
         "limits": {
             "max_sentences": message.limits.max_sentences,
             "max_chars": message.limits.max_chars,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from nmt.documents import join_documents, sentences_of
 from nmt.markup import DOCUMENT_FORMATS, plan_document, plan_projection
-from nmt.options import decode_options
+from nmt.options import client_decode_options, decode_options
 
 
 def plans_for(lines: Sequence[str], format: str) -> list:
@@ -92,11 +92,11 @@ def translate_command(args) -> int:
     lines = args.sentences or [line.rstrip("\r\n") for line in sys.stdin]
     if args.alignment or args.plot:
         raise ValueError("--alignment and --plot work on sentences: drop them, or --format")
-    options = decode_options(args)
     if args.server:
         from nmt_api.client import TranslationClient
 
         with TranslationClient(args.server) as client:
+            options = client_decode_options(args, client)
             for line in translate_lines(lines, args.format,
                                         lambda s: client.translate(s, options)):
                 print(line)
@@ -104,6 +104,7 @@ def translate_command(args) -> int:
     from nmt.translator import Translator
 
     translator = Translator.load(args.model, args.precision)
+    options = decode_options(args, translator.info.default_options)
     for line in translate_lines(lines, args.format, lambda s: translator.translate(s, options)):
         print(line)
     return 0

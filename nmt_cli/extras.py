@@ -26,6 +26,7 @@ COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
     "batch": ("batch",),
     "train": ("train",),
     "align-corpus": ("train", "align"),
+    "distill": ("batch", "train", "align"),
     "export": ("train",),
 }
 # Commands that also work through a running server (`--server HOST:PORT`), client only.

@@ -1,4 +1,5 @@
-"""The `nmt` command: serve, translate, align, batch, train, align-corpus, evaluate, export."""
+"""The `nmt` command: serve, translate, align, batch, train, align-corpus, distill, evaluate,
+export."""
 
 from __future__ import annotations
 
@@ -16,12 +17,14 @@ from nmt.options import (
     DEFAULT_MODEL_DIR,
     add_decode_options,
     add_precision_option,
+    client_decode_options,
     decode_options,
     local_precision,
 )
 from nmt.precision import BOTH, EXPORT_CHOICES
 from nmt_cli.extras import missing_extra_message
 from serving.cli import add_serve_parser
+from training.distill import add_distill_parser
 
 VERBOSE_ENV = "NMT_VERBOSE"
 _quieted = False
@@ -111,6 +114,10 @@ def _add_export(sub) -> None:
                    help="the rule of the exported word links (default: argmax, or the "
                         "export's own with --from-export); clients may read others from the "
                         "returned word matrix")
+    p.add_argument("--recommended-beam-size", type=int, metavar="N",
+                   help="the model's default beam wherever a caller sets none (metadata "
+                        "recommended_decoding), e.g. 1 for a distilled model (default: the "
+                        "export's own with --from-export, else none: beam 5)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing version (e.g. re-export after a format change)")
     p.set_defaults(func=_export)
@@ -146,6 +153,13 @@ def _export(args) -> int:
                 module.metadata[key] = value
     if args.links:
         module.metadata["word_links"] = args.links
+    if args.recommended_beam_size is not None:
+        from nmt.types import RECOMMENDED_DECODING, recommended_options
+
+        decoding = {**module.metadata.get(RECOMMENDED_DECODING, {}),
+                    "beam_size": args.recommended_beam_size}
+        recommended_options({RECOMMENDED_DECODING: decoding})  # ValueError if out of range
+        module.metadata[RECOMMENDED_DECODING] = decoding
     if args.shortlist_corpus:
         from nmt.corpus import read_pairs
         from nmt.shortlist import shortlist_from_pairs
@@ -207,17 +221,18 @@ def _translate(args) -> int:
     sentences = [s for s in sentences if s.strip()]
     if not sentences:
         raise ValueError("nothing to translate: give sentences as arguments or on stdin")
-    options = decode_options(args)
     if args.server:
         from nmt_api.client import TranslationClient
 
         with TranslationClient(args.server) as client:
-            results = client.translate(sentences, options, **_link_options(args))
+            results = client.translate(sentences, client_decode_options(args, client),
+                                       **_link_options(args))
     else:
         from nmt.translator import Translator
 
-        results = Translator.load(args.model, args.precision).translate(
-            sentences, options, **_link_options(args))
+        translator = Translator.load(args.model, args.precision)
+        options = decode_options(args, translator.info.default_options)
+        results = translator.translate(sentences, options, **_link_options(args))
     _print_translations(results, args.alignment)
     if args.plot:
         from nmt.plots import save_attention_plot
@@ -378,7 +393,8 @@ def _evaluate(args) -> int:
     results: dict = {}
     pairs = _evaluation_pairs(args)
     if pairs:
-        report = scoring.score_translations(translator, pairs, decode_options(args))
+        options = decode_options(args, translator.info.default_options)
+        report = scoring.score_translations(translator, pairs, options)
         print(f"BLEU {report.scores.bleu:.2f}  chrF {report.scores.chrf:.2f}  "
               f"({report.sentences} sentences, {report.references_per_sentence:.2f} refs each, "
               f"{report.seconds:.0f}s)")
@@ -387,7 +403,7 @@ def _evaluate(args) -> int:
             "bleu": round(report.scores.bleu, 2), "chrf": round(report.scores.chrf, 2),
             "bleu_signature": report.scores.bleu_signature,
             "chrf_signature": report.scores.chrf_signature,
-            "sentences": report.sentences, "beam_size": args.beam_size,
+            "sentences": report.sentences, "beam_size": options.beam_size,
         }
     gold = _gold_alignments(args, evaluation)
     if gold:
@@ -525,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_export(sub)
     _add_role_command(sub, "serve", add_serve_parser)
     _add_role_command(sub, "batch", add_batch_parser)
+    _add_role_command(sub, "distill", add_distill_parser)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

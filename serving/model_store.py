@@ -117,7 +117,7 @@ class ModelStore:
     def _try_load(self, version: int, path: Path, stamp: float) -> bool:
         try:
             translator = self._loader(path)
-            translator.translate(self._warmup, DecodeOptions())
+            translator.translate(self._warmup)  # with the model's default decoding
         except Exception as error:  # a broken export must never stop the server
             self._failed[version] = stamp
             self._metrics.model_loads.labels(result="failure").inc()

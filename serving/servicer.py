@@ -17,10 +17,11 @@ import grpc
 from nmt import word_links
 from nmt.documents import join_documents, sentences_of
 from nmt.markup import MarkupError, plan_document, plan_projection
+from nmt.types import DecodeOptions
 from nmt_api import convert, protos
 from nmt_api.protos import SERVICE_NAME
 from serving.batching import Batcher
-from serving.errors import InvalidArgument, LimitExceeded
+from serving.errors import InvalidArgument, LimitExceeded, ModelUnavailable
 from serving.model_store import ModelStore
 from serving.validation import (
     Limits,
@@ -51,8 +52,17 @@ class TranslationServicer:
         self._store, self._batcher, self._limits = store, batcher, limits
         self._window = stream_window
 
+    def _default_options(self) -> DecodeOptions:
+        """The decoding of options a request leaves unset: the served model's recommended
+        decoding (`ModelInfo.default_options`); `DecodeOptions()` before a model loads."""
+        try:
+            info = self._store.translator.info
+        except ModelUnavailable:  # the request is answered UNAVAILABLE
+            return DecodeOptions()
+        return getattr(info, "default_options", DecodeOptions())
+
     async def Translate(self, request, context):
-        parsed = parse_request(request, self._limits)
+        parsed = parse_request(request, self._limits, defaults=self._default_options())
         return await self._answer(parsed, 0, _deadline(context))
 
     async def TranslateStream(self, request_iterator, context):
@@ -102,7 +112,8 @@ class TranslationServicer:
         index = 0
         try:
             async for request in requests:
-                parsed = parse_request(request, self._limits, index=index)
+                parsed = parse_request(request, self._limits, index=index,
+                                       defaults=self._default_options())
                 await answers.put(asyncio.ensure_future(self._answer(parsed, index, deadline)))
                 index += 1
         except Exception as error:

@@ -14,7 +14,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message, message_fa
 
 from nmt import word_links
 from nmt.constants import DEFAULT_MAX_CHARS
-from nmt.types import DecodeOptions
+from nmt.types import DecodeOptions, options_over
 from serving.errors import InvalidArgument, LimitExceeded
 
 OPTION_FIELDS = tuple(f.name for f in dataclasses.fields(DecodeOptions))
@@ -106,13 +106,16 @@ class UndecodableRequest:
     sentences: tuple = ()
 
 
-def parse_request(request, limits: Limits, index: int | None = None) -> ParsedRequest:
+def parse_request(request, limits: Limits, index: int | None = None,
+                  defaults: DecodeOptions | None = None) -> ParsedRequest:
     """Validates a `TranslateRequest` against `limits`.
 
     Args:
         request: a `TranslateRequest`, or an `UndecodableRequest`.
         limits: the server's limits.
         index: the request's position in a stream, named in error messages.
+        defaults: the decoding of the options the request leaves unset: the
+            served model's (`ModelInfo.default_options`); None: `DecodeOptions()`.
 
     Raises:
         InvalidArgument: malformed text or options.
@@ -129,7 +132,8 @@ def parse_request(request, limits: Limits, index: int | None = None) -> ParsedRe
             f"Received: {len(request.sentences)} {noun}s; split the request.")
     _check_lengths(request.sentences, noun, limits, where)
     _check_request_id(request.request_id, where)
-    return ParsedRequest(tuple(request.sentences), _options(request, limits, where),
+    return ParsedRequest(tuple(request.sentences),
+                         _options(request, limits, where, defaults or DecodeOptions()),
                          _with_alignment(request), request.request_id,
                          request.with_attention, _links(request, where), format)
 
@@ -218,11 +222,12 @@ def _links(request, where: str = "") -> LinkChoice | None:
     return LinkChoice(given.rule, threshold)
 
 
-def _options(request, limits: Limits, where: str) -> DecodeOptions:
+def _options(request, limits: Limits, where: str, defaults: DecodeOptions) -> DecodeOptions:
+    """The fields the request sets over `defaults` (`nmt.types.options_over`)."""
     given = {name: getattr(request.options, name) for name in OPTION_FIELDS
              if request.HasField("options") and request.options.HasField(name)}
     try:
-        options = DecodeOptions(**given)
+        options = options_over(defaults, given)
     except ValueError as error:
         raise InvalidArgument(f"{where}invalid options: {error}") from error
     if options.beam_size > limits.max_beam_size:

@@ -28,10 +28,14 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "nmt_cli": frozenset({"nmt", "nmt_api", "serving", "batch", "training"}),
     "bench": frozenset({"nmt", "nmt_api", "serving", "batch", "training"}),
 }
-# The middle packages (serving, batch, training) import none of each other today. An
-# import between two of them that is genuinely needed goes here, as
+# The middle packages (serving, batch, training) import none of each other but for the
+# pairs below. An import between two of them that is genuinely needed goes here, as
 # ("importing package", "imported package"), with the reason beside it.
-ALLOWED_BETWEEN_APPLICATIONS: frozenset[tuple[str, str]] = frozenset()
+ALLOWED_BETWEEN_APPLICATIONS: frozenset[tuple[str, str]] = frozenset({
+    # `nmt distill` (training.distill) has the teacher translate the training sources with
+    # the resumable batch job, rather than a second copy of it.
+    ("training", "batch"),
+})
 # The wire API installs without the model stack: of `nmt` it uses the plain types only.
 NMT_API_MAY_IMPORT_FROM_NMT = ("nmt.types",)
 NOT_IN_NMT_API = ("tensorflow", "tensorflow_text", "keras")

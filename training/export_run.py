@@ -19,7 +19,8 @@ def module_from_run(run_dir: Path, metadata: dict | None = None,
                     average: int = 0, precision: str = "float32") -> TranslationModule:
     """A model of a run: its best dev-BLEU weights (latest if none yet), or, with
     `average=N`, the mean of its last N checkpoints; computing in `precision`
-    (see `nmt.export.build_module`)."""
+    (see `nmt.export.build_module`). Its metadata holds the run's summary
+    (`training`) and, for a distilled run, the teacher (`distillation`)."""
     if not (run_dir / "config.yaml").exists():
         raise FileNotFoundError(f"{run_dir} is not a training run (no config.yaml)")
     cfg = load_config(run_dir / "config.yaml")
@@ -38,9 +39,12 @@ def module_from_run(run_dir: Path, metadata: dict | None = None,
     summary_path = run_dir / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     summary.pop("model_config", None)
+    # A distilled run's teacher and the decoding that made its data (`training.distill`).
+    distillation = summary.pop("distillation", None)
     module.metadata.update({
         "name": cfg.name, "attention": model.config.architecture_name(), "training": summary,
-        **weights, **(metadata or {}),
+        **({"distillation": distillation} if distillation else {}), **weights,
+        **(metadata or {}),
     })
     return module
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from nmt.constants import METADATA_PATH
 from nmt.precision import BOTH, export_flag
+from nmt.types import RECOMMENDED_DECODING, DecodeOptions, recommended_options
 
 ATTRIBUTION = "Sentence pairs from www.manythings.org/anki and tatoeba.org (CC-BY 2.0 FR)"
 
@@ -30,7 +31,9 @@ def _export_options(average: int, precision: str, links: str = "argmax") -> str:
 
 def reproduce(version: str, average: int = 0, precision: str = BOTH,
               shortlist: dict | None = None, start: dict | None = None,
-              run_name: str = "en-fr", links: str = "argmax") -> tuple[str, ...]:
+              run_name: str = "en-fr", links: str = "argmax",
+              distillation: dict | None = None,
+              recommended: dict | None = None) -> tuple[str, ...]:
     """The commands that produce export `version` and its scores (from the repo root,
     with the data under $NMT_DATA_DIR, by default ../shared/data beside the checkout).
 
@@ -40,6 +43,10 @@ def reproduce(version: str, average: int = 0, precision: str = BOTH,
         run_name: the run's config name (`training/configs/<run_name>.yaml`).
         links: the export's word-link rule.
         precision: its `nmt export --precision` (`nmt.precision.export_flag`).
+        distillation: the `distillation` record of a distilled export
+            (`training.distill`): one `nmt distill` makes the data, trains and
+            exports.
+        recommended: the export's `recommended_decoding`.
     """
     export = f"models/en-fr/{version}"
     data = "../shared/data"
@@ -59,13 +66,19 @@ def reproduce(version: str, average: int = 0, precision: str = BOTH,
             f"nmt train --config training/configs/{run_name}.yaml --run runs/{run_name}",
         ]
         run = f"runs/{run_name}"
+    making = (
+        f"nmt export --run {run} --out models/en-fr --version {version}"
+        f"{_export_options(average, precision, links)}{_recommended_flag(recommended)} \\\n"
+        f"{listing}"
+        "    --metadata training/configs/en-fr.metadata.json",)
+    if distillation:
+        training, making = [], (_distill_command(distillation, version, average, precision,
+                                                 run_name, recommended),)
+        run = f"runs/{run_name}"
     return (
         "pip install '.[align]'   # eflomal, for the guided-alignment links (training only)",
         *training,
-        f"nmt export --run {run} --out models/en-fr --version {version}"
-        f"{_export_options(average, precision, links)} \\\n"
-        f"{listing}"
-        "    --metadata training/configs/en-fr.metadata.json",
+        *making,
         f"nmt evaluate --model models/en-fr --test {data}/anki-fra-eng/test.tsv \\\n"
         f"    --alibi {data}/alibi-enfr-alignments --json models/en-fr/evaluation.json",
         f"nmt evaluate --model models/en-fr --source {ood}/multi30k-test2017-flickr.en \\\n"
@@ -80,6 +93,80 @@ def reproduce(version: str, average: int = 0, precision: str = BOTH,
         "    --other 'WMT news discussion 2015=models/en-fr/newsdiscuss.json' \\\n"
         "    --out models/en-fr/MODEL_CARD.md",
     )
+
+
+def _recommended_flag(recommended: dict | None, default: int | None = None) -> str:
+    """`nmt export --recommended-beam-size N`, unless `N` is `default`."""
+    beam = (recommended or {}).get("beam_size")
+    return "" if beam is None or beam == default else f" --recommended-beam-size {beam}"
+
+
+def _distill_command(distillation: dict, version: str, average: int, precision: str,
+                     run_name: str, recommended: dict | None) -> str:
+    """The `nmt distill` command that made a distilled export."""
+    from training.distill import STUDENT_BEAM, TEACHER_BEAM
+
+    beam = distillation["decoding"]["beam_size"]
+    options = "".join(f" --set {key}={value}"
+                      for key, value in (distillation.get("overrides") or {}).items())
+    options += f" --beam-size {beam}" if beam != TEACHER_BEAM else ""
+    options += f" --average {average}" if average else ""
+    options += f" --export-precision {precision}" if precision != BOTH else ""
+    return (f"nmt distill --teacher {distillation['teacher']['path']} \\\n"
+            f"    --config training/configs/{run_name}.yaml --run runs/{run_name} \\\n"
+            f"    --out models/en-fr --version {version}{options}"
+            f"{_recommended_flag(recommended, STUDENT_BEAM)} \\\n"
+            "    --metadata training/configs/en-fr.metadata.json")
+
+
+# How the card names the scores of `nmt evaluate --json` (`scores`), and their format.
+_SCORE_NAMES = {"test_bleu": ("test BLEU", ".2f"), "test_chrf": ("test chrF", ".2f"),
+                "alibi_aer": ("Alibi AER", ".3f")}
+
+
+def _scores_text(scores: dict) -> str:
+    """`test BLEU 47.15, Alibi AER 0.433`: the numeric scores an export records."""
+    parts = []
+    for key, value in scores.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            name, form = _SCORE_NAMES.get(key, (key, "g"))
+            parts.append(f"{name} {value:{form}}")
+    return ", ".join(parts)
+
+
+def _decoding_text(options: DecodeOptions) -> str:
+    """`greedy (beam 1)` or `beam 5`, with the length penalty when it counts."""
+    if options.beam_size == 1:
+        return "greedy (beam 1)"
+    return f"beam {options.beam_size}, length penalty {options.length_penalty:g}"
+
+
+def _distillation(metadata: dict) -> list[str]:
+    """Lines on a distilled model's teacher and data (`training.distill`)."""
+    record = metadata.get("distillation")
+    if not record:
+        return []
+    teacher = record["teacher"]
+    scores = _scores_text(teacher.get("scores") or {})
+    decoding = _decoding_text(DecodeOptions(**record["decoding"]))
+    made = (f" of the {record['sources']:,} distinct training sources ({record['pairs']:,} "
+            "pairs)" if "sources" in record else " of the training sources")
+    return [
+        "- Sequence-level knowledge distillation (Kim & Rush 2016): trained on the "
+        f"translations that the teacher, {teacher['name']} version {teacher['version']} "
+        f"(`{teacher['path']}`, {teacher.get('attention') or 'its architecture'}"
+        + (f"; {scores}" if scores else "") + f"), made{made} with {decoding}, in place of "
+        "the references; the guided-alignment and head links are eflomal's on those pairs."]
+
+
+def _default_decoding(metadata: dict) -> list[str]:
+    """The line on a recommended decoding, the model's default everywhere."""
+    if RECOMMENDED_DECODING not in metadata:
+        return []
+    return [f"- Default decoding: {_decoding_text(recommended_options(metadata))}, this "
+            "export's `recommended_decoding`: what `Translator`, `nmt serve`, `nmt translate` "
+            "and `nmt batch` use when a caller sets no beam; a request may still ask for any "
+            "beam size and n-best."]
 
 
 def _count(summary: dict, key: str, what: str) -> str:
@@ -288,14 +375,17 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         + (f" {note}" if note else ""),
         *([] if _frozen_head(summary) else [_guidance(summary)]),  # the head's line says it
         *_head(summary, model, minutes, metadata.get("word_links", "argmax")),
+        *_distillation(metadata),
         _weights(metadata),
+        *_default_decoding(metadata),
         "- Reproduce:",
         "",
         "```sh",
         *reproduce(export.name, len(metadata.get("averaged_checkpoints") or ()),
                    export_flag(metadata), metadata.get("shortlist"),
                    summary.get("starting_model"), summary["name"],
-                   metadata.get("word_links", "argmax")),
+                   metadata.get("word_links", "argmax"), metadata.get("distillation"),
+                   metadata.get(RECOMMENDED_DECODING)),
         "```",
         "",
         f"- Config (`training/configs/{summary['name']}.yaml`, as the run saved it; paths "

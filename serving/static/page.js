@@ -96,6 +96,9 @@
       const attention = model.attention ? `, ${model.attention} attention` : "";
       info.textContent = `Model ${model.name}, version ${model.version}${attention}.`;
       beamSize.max = model.limits.maxBeamSize;
+      // The model's default decoding (e.g. greedy for a distilled model) starts the form.
+      const preferred = model.defaultOptions && model.defaultOptions.beamSize;
+      if (preferred) beamSize.value = preferred;
       syncNBest();
       if (document.body.dataset.state === "loading") setState("ready");
     } catch (error) {

@@ -14,6 +14,7 @@ import pytest
 from batch_fakes import fake_translation
 
 from batch.job import COMMIT_DELAY_ENV
+from nmt.types import DecodeOptions
 from nmt_cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -143,8 +144,12 @@ def _fake_client_module(created):
             created.append({"target": target, "timeout": timeout, "token": token})
 
         def translate_stream(self, batches, options=None):
+            created.append(options)
             for batch in batches:
                 yield [fake_translation(s) for s in batch]
+
+        def default_options(self):  # the served model's: a greedy student's
+            return DecodeOptions(beam_size=1)
 
         def close(self):
             created.append("closed")
@@ -159,7 +164,8 @@ def test_batch_through_a_server_client(tmp_path, monkeypatch):
     source.write_text("one two\n\nthree\n")
     assert main(["batch", str(source), str(tmp_path / "out.jsonl"), "--server", "host:123",
                  "--token", "secret", "--timeout", "5", "--no-progress"]) == 0
-    assert created == [{"target": "host:123", "timeout": 5.0, "token": "secret"}, "closed"]
+    assert created == [{"target": "host:123", "timeout": 5.0, "token": "secret"},
+                       DecodeOptions(beam_size=1), "closed"]  # the server's default decoding
     assert [r["translation"] for r in records(tmp_path / "out.jsonl")] == ["ONE TWO", None, "THREE"]
 
 

@@ -169,3 +169,26 @@ def test_the_path_of_a_two_path_export_is_part_of_the_settings(tiny_model_dir, t
     # A job resumed on another path would mix two paths' outputs: its fingerprint changes.
     assert engine.settings()["precision"] == "bfloat16"
     assert engine.translator.info.precision == "bfloat16"
+
+
+def test_engines_complete_the_options_a_user_set_with_the_models_default():
+    from types import SimpleNamespace
+
+    from batch.engines import complete_options
+
+    greedy = DecodeOptions(beam_size=1)
+
+    class Client(FakeClient):
+        def default_options(self):
+            return greedy
+
+    assert complete_options(DecodeOptions(), lambda: greedy) == DecodeOptions()
+    assert complete_options(None, lambda: greedy) == greedy
+    assert complete_options({"n_best": 2}, lambda: greedy) == DecodeOptions(beam_size=2,
+                                                                            n_best=2)
+    engine = ServerEngine(Client(), {"length_penalty": 1.0}, target="localhost:1")
+    assert engine.options == DecodeOptions(beam_size=1, length_penalty=1.0)
+    assert engine.settings()["options"]["beam_size"] == 1  # the job's fingerprint says it
+    translator = FakeTranslator()
+    translator.info = SimpleNamespace(default_options=greedy)
+    assert LocalEngine(translator, {}).options == greedy

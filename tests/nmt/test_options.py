@@ -104,3 +104,30 @@ def test_precision_is_auto_unless_named_and_only_a_local_model_takes_a_path():
         local_precision(parser.parse_args(["--server", "h:1", "--precision", "float32"]))
     with pytest.raises(SystemExit):
         parser.parse_args(["--precision", "fp16"])
+
+
+def test_flags_left_out_take_the_models_default_decoding():
+    from nmt.options import given_decode_options
+
+    greedy = DecodeOptions(beam_size=1)
+
+    assert given_decode_options(_parse()) == {}
+    assert decode_options(_parse(), greedy) == greedy
+    assert decode_options(_parse("--length-penalty", "1.0"), greedy) == DecodeOptions(
+        beam_size=1, length_penalty=1.0)
+    assert decode_options(_parse("--beam-size", "5"), greedy) == DecodeOptions()
+    assert decode_options(_parse("--n-best", "2"), greedy) == DecodeOptions(beam_size=2,
+                                                                            n_best=2)
+    assert given_decode_options(_parse("--no-replace-unknown")) == {"replace_unknown": False}
+
+
+def test_a_server_gets_only_the_flags_given_over_its_models_default():
+    from nmt.options import client_decode_options
+
+    class Client:
+        def default_options(self):
+            return DecodeOptions(beam_size=1)
+
+    assert client_decode_options(_parse(), Client()) is None  # the server decides
+    assert client_decode_options(_parse("--n-best", "3"), Client()) == DecodeOptions(
+        beam_size=3, n_best=3)

@@ -11,9 +11,11 @@ from nmt.types import (
     Hypothesis,
     dataclass_from_dict,
     format_char_links,
+    options_over,
     parse_char_links,
     parse_pharaoh,
     parse_pharaoh_links,
+    recommended_options,
     sentence_list,
 )
 
@@ -88,3 +90,32 @@ def test_dataclass_from_dict_names_unknown_and_known_keys():
     message = str(raised.value)
     assert message.startswith("Unknown keys ['beam', 'nbest'] in my options; known keys: [")
     assert all(field.name in message for field in dataclasses.fields(DecodeOptions))
+
+
+def test_options_over_sets_the_given_fields_on_the_defaults():
+    greedy = DecodeOptions(beam_size=1)
+
+    assert options_over(greedy, {}) == greedy
+    assert options_over(greedy, {"beam_size": 4}) == DecodeOptions(beam_size=4)
+    assert options_over(greedy, {"length_penalty": 1.0}) == DecodeOptions(
+        beam_size=1, length_penalty=1.0)
+    # More hypotheses than the default beam, no beam given: the beam widens to them.
+    assert options_over(greedy, {"n_best": 3}) == DecodeOptions(beam_size=3, n_best=3)
+    assert options_over(DecodeOptions(), {"n_best": 3}) == DecodeOptions(n_best=3)
+    # A beam narrower than the default n-best, no n-best given: as many as the beam has.
+    assert options_over(DecodeOptions(n_best=4), {"beam_size": 2}) == DecodeOptions(
+        beam_size=2, n_best=2)
+    with pytest.raises(ValueError, match="n_best=3, beam_size=2"):
+        options_over(greedy, {"n_best": 3, "beam_size": 2})
+    with pytest.raises(ValueError, match="Unknown keys \\['beams'\\] in decoding options"):
+        options_over(greedy, {"beams": 2})
+
+
+def test_recommended_options_read_the_exports_metadata():
+    assert recommended_options({}) == DecodeOptions()
+    assert recommended_options({"recommended_decoding": {"beam_size": 1}}) == DecodeOptions(
+        beam_size=1)
+    with pytest.raises(ValueError, match="beam_size must be between 1 and 64"):
+        recommended_options({"recommended_decoding": {"beam_size": 0}})
+    with pytest.raises(ValueError, match="Received: 'greedy'"):
+        recommended_options({"recommended_decoding": "greedy"})

@@ -169,3 +169,18 @@ def test_confidence_and_word_and_piece_scores_round_trip():
     np.testing.assert_array_equal(got.word_scores, scored.word_scores)
     np.testing.assert_array_equal(got.piece_scores, scored.piece_scores)
     assert (bare.confidence, bare.word_scores, bare.piece_scores) == (None, None, None)
+
+
+def test_model_info_carries_the_models_default_decoding():
+    info = types.SimpleNamespace(
+        name="en-fr-student", version=1, attention="luong-general", source_vocab_size=1,
+        target_vocab_size=1, alignment="alignment_head", word_links="argmax",
+        precision="float32", precisions=("float32",), metadata={},
+        default_options=DecodeOptions(beam_size=1))
+    message = pb2.GetModelInfoResponse.FromString(
+        convert.model_info_to_proto(info, Limits()).SerializeToString())
+
+    got = convert.model_info_from_proto(message)
+
+    assert DecodeOptions(**got["default_options"]) == DecodeOptions(beam_size=1)
+    assert convert.model_info_from_proto(pb2.GetModelInfoResponse())["default_options"] == {}

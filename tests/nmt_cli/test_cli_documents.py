@@ -6,6 +6,7 @@ import types
 
 from nmt.documents import TextLinks
 from nmt.markup import _parse
+from nmt.types import DecodeOptions
 from nmt_cli import main as cli
 from nmt_cli.documents import project_lines, translate_lines
 
@@ -25,6 +26,7 @@ class FakeTranslator:
     """Stands for `nmt.translator.Translator` without TensorFlow."""
 
     calls: list = []
+    info = types.SimpleNamespace(default_options=DecodeOptions())
 
     @classmethod
     def load(cls, path, precision=None):

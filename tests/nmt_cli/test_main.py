@@ -172,3 +172,37 @@ def test_translate_prints_only_its_own_output(tiny_model_dir):
     )
     assert failed.returncode == 2
     assert failed.stderr.startswith("nmt translate: error: beam_size"), "errors still show"
+
+
+def test_export_records_a_recommended_beam_that_becomes_the_default(tiny_model_dir, tmp_path,
+                                                                    capsys):
+    import numpy as np
+    import tensorflow as tf
+
+    from nmt.constants import METADATA_PATH
+    from nmt.export import DEFAULT_OPTIONS
+    from nmt.translator import Translator
+    from nmt.types import DecodeOptions
+
+    assert cli.main(["export", "--from-export", str(tiny_model_dir), "--out", str(tmp_path),
+                     "--version", "2", "--recommended-beam-size", "1",
+                     "--precision", "float32"]) == 0
+    metadata = json.loads((tmp_path / "2" / METADATA_PATH).read_text())
+    assert metadata["recommended_decoding"] == {"beam_size": 1}
+    assert Translator.load(tmp_path / "2").info.default_options == DecodeOptions(beam_size=1)
+    # TensorFlow Serving users get it too: serving_default decodes greedily.
+    loaded = tf.saved_model.load(str(tmp_path / "2"))
+    sentences = tf.constant(["I like coffee.", "We eat bread.", "Where is the station?",
+                             "She reads a book.", "It is cold today.", "Thank you."])
+
+    def scores(beam_size):
+        out = loaded.signatures["translate_with_options"](
+            sentences=sentences, **{**DEFAULT_OPTIONS, "beam_size": beam_size})
+        return out["scores"].numpy()[:, 0]
+
+    assert not np.allclose(scores(5), scores(1))  # the two decodings differ on this model
+    np.testing.assert_array_equal(
+        loaded.signatures["serving_default"](sentences=sentences)["scores"].numpy(), scores(1))
+    assert cli.main(["export", "--from-export", str(tmp_path / "2"), "--out", str(tmp_path),
+                     "--version", "3", "--recommended-beam-size", "0"]) == 2
+    assert "beam_size must be between 1 and 64" in capsys.readouterr().err

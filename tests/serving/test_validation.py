@@ -36,6 +36,24 @@ def test_set_options_are_carried_and_unset_ones_default():
     assert parsed.with_alignment is False and parsed.request_id == "r1"
 
 
+def test_unset_options_take_the_served_models_defaults():
+    greedy = DecodeOptions(beam_size=1)
+
+    def parsed(**options):
+        request = pb2.TranslateRequest(sentences=["Hi."], options=pb2.DecodeOptions(**options))
+        return parse_request(request, LIMITS, defaults=greedy).options
+
+    assert parse_request(pb2.TranslateRequest(sentences=["Hi."]), LIMITS,
+                         defaults=greedy).options == greedy
+    assert parsed(length_penalty=1.0) == DecodeOptions(beam_size=1, length_penalty=1.0)
+    assert parsed(beam_size=4) == DecodeOptions(beam_size=4)  # a request's beam is honoured
+    assert parsed(n_best=3) == DecodeOptions(beam_size=3, n_best=3)  # widened to the n-best
+    with pytest.raises(LimitExceeded, match="Received: beam_size=7"):
+        parsed(n_best=7)
+    with pytest.raises(InvalidArgument, match="n_best=3, beam_size=2"):
+        parsed(n_best=3, beam_size=2)
+
+
 def test_too_many_sentences_names_the_limit_and_the_count():
     with pytest.raises(LimitExceeded, match=r"at most 3 per request\. Received: 4 sentences"):
         parse_request(pb2.TranslateRequest(sentences=["a"] * 4), LIMITS)

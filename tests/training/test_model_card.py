@@ -148,3 +148,23 @@ def test_card_of_a_frozen_head_describes_the_head_and_the_model_under_it(tmp_pat
                                       "pairs": 522}}, export)
     assert ("[h_j; embedding(y_j)] followed by a bidirectional LSTM (256 units a direction) "
             "over those vectors along the whole target") in card
+
+
+def test_reproduce_of_a_distilled_export_is_one_distill_command():
+    from training.model_card import reproduce
+
+    distillation = {"teacher": {"path": "models/en-fr/4", "name": "en-fr", "version": 4},
+                    "decoding": {"beam_size": 5}, "overrides": {"model.hidden_dim": 384}}
+
+    commands = "\n".join(reproduce("7", average=2, distillation=distillation,
+                                   run_name="en-fr-student",
+                                   recommended={"beam_size": 1}))
+
+    assert ("nmt distill --teacher models/en-fr/4 \\\n    --config "
+            "training/configs/en-fr-student.yaml --run runs/en-fr-student \\\n    --out "
+            "models/en-fr --version 7 --set model.hidden_dim=384 --average 2 \\\n") in commands
+    assert "nmt train" not in commands and "nmt export --run" not in commands
+    assert "python -m training.model_card --run runs/en-fr-student" in commands
+    # A recommended beam other than the student's default is part of the command.
+    assert "--recommended-beam-size 2" in "\n".join(reproduce(
+        "7", distillation=distillation, run_name="s", recommended={"beam_size": 2}))

@@ -183,8 +183,10 @@ def test_sigterm_stops_cleanly_with_a_checkpoint(tmp_path):
         run_dir = train_module.run(config, tmp_path / "run")
     finally:
         timer.cancel()
-    steps = json.loads((run_dir / "summary.json").read_text())["steps"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    steps = summary["steps"]
     assert 0 < steps < 10_000
+    assert summary["stopped_by"] == "signal SIGTERM"  # what `nmt distill` reads to go on later
     assert tf.train.latest_checkpoint(str(run_dir / "checkpoints")).endswith(f"-{steps}")
 
 
@@ -193,6 +195,7 @@ def test_time_budget_ends_training(tmp_path):
     run_dir = train_module.run(config, tmp_path / "run")
     summary = json.loads((run_dir / "summary.json").read_text())
     assert 0 < summary["steps"] < 10_000
+    assert "stopped_by" not in summary  # a budget ends the run; only a signal interrupts it
 
 
 def test_run_directory_keeps_the_effective_config(tmp_path):
