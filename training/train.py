@@ -708,6 +708,8 @@ def _write_summary(trainer: Trainer, run_dir: Path) -> None:
         "alignment_head": _relative_start(dataclasses.asdict(trainer.cfg.alignment_head),
                                           run_dir),
         **({"starting_model": trainer.starting_model} if trainer.starting_model else {}),
+        # A signal stopped this part of the run (checkpoint saved; --resume goes on).
+        **({"stopped_by": trainer.stop_reason} if trainer.stop_reason else {}),
         "python": sys.version.split()[0],
         "tensorflow": tf.__version__,
     }
