@@ -43,10 +43,14 @@ def _add_train(sub) -> None:
 
 def _train(args) -> int:
     from training.config import parse_overrides
-    from training.train import run
+    from training.train import TrainingInterrupted, run
 
-    run(args.config, args.run, resume=args.resume, max_time=args.max_time,
-        overrides=parse_overrides(args.set))
+    try:
+        run(args.config, args.run, resume=args.resume, max_time=args.max_time,
+            overrides=parse_overrides(args.set))
+    except TrainingInterrupted as stopped:  # a multi-worker run stopped by a signal
+        print(f"nmt train: {stopped}", file=sys.stderr)
+        return 1  # not 0: a job controller must start the workers again
     return 0
 
 

@@ -93,6 +93,20 @@ def test_train_rejects_malformed_overrides(item, capsys):
     assert "SECTION.KEY=VALUE" in err
 
 
+def test_train_stopped_on_several_workers_exits_1_with_one_line(capsys, monkeypatch):
+    from training import train
+
+    def stopped(*args, **kwargs):
+        raise train.TrainingInterrupted("training stopped by a SIGTERM at step 20 on all 2 "
+                                        "workers, checkpoint saved")
+
+    monkeypatch.setattr(train, "run", stopped)
+    code, _, err = run_cli(["train", "--config", "x.yaml", "--run", "r"], capsys)
+    assert code == 1  # a job controller must start the workers again
+    assert err.strip() == ("nmt train: training stopped by a SIGTERM at step 20 on all 2 "
+                           "workers, checkpoint saved")
+
+
 def test_align_writes_one_pharaoh_line_per_pair(tiny_model_dir, capsys, tmp_path):
     source, target = tmp_path / "en.txt", tmp_path / "fr.txt"
     source.write_text("I love you .\nthe cat\n\n")
