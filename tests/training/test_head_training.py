@@ -35,10 +35,12 @@ def aer(out) -> float:
     return alignment_scores(predicted, gold, gold).aer
 
 
-def head_config(tmp_path, name: str, train: str, init_from=None, steps: int = 200):
+def head_config(tmp_path, name: str, train: str, init_from=None, steps: int = 200,
+                context: int = 0):
     path = write_run_config(tmp_path, name, guided=False)
     config = yaml.safe_load(path.read_text())
     config["model"]["alignment_head"] = "general"
+    config["model"]["alignment_head_context"] = context
     config["data"]["train_alignments"] = str(tmp_path / "gold.txt")
     config["alignment_head"] = {"train": train, **({"init_from": str(init_from)}
                                                     if init_from else {})}
@@ -56,16 +58,20 @@ def plain_run(tmp_path_factory):
     return tmp_path, run
 
 
-def test_frozen_head_aligns_far_better_and_changes_no_translation(plain_run):
+@pytest.mark.parametrize("context", [0, 8])
+def test_frozen_head_aligns_far_better_and_changes_no_translation(plain_run, context):
     tmp_path, plain = plain_run
-    config = head_config(tmp_path, "frozen", "frozen", init_from=plain, steps=150)
-    run = train_module.run(config, tmp_path / "frozen")
+    name = f"frozen{context}"
+    config = head_config(tmp_path, name, "frozen", init_from=plain, steps=150, context=context)
+    run = train_module.run(config, tmp_path / name)
     plain_module, plain_out = forced(plain)
     head_module, head_out = forced(run)
     assert aer(head_out) < 0.1, aer(head_out)
     assert aer(head_out) < aer(plain_out) - 0.2, (aer(head_out), aer(plain_out))
     # Every weight but the head's is the starting run's, so translations are identical.
-    head_ids = {id(w) for w in head_module.model.decoder.alignment_head.weights}
+    head_layers = head_module.model.decoder.head_layers
+    assert len(head_layers) == (2 if context else 1)
+    head_ids = {id(w) for layer in head_layers for w in layer.weights}
     rest = [w for w in head_module.model.weights if id(w) not in head_ids]
     for weight, start in zip(rest, plain_module.model.weights, strict=True):
         np.testing.assert_array_equal(weight.numpy(), start.numpy())
