@@ -38,6 +38,65 @@ class Memory(NamedTuple):
 
 
 @keras.saving.register_keras_serializable(package="nmt")
+class TargetConvolution(keras.layers.Layer):
+    """Stacked 1-D convolutions along the target: each position reads its
+    `layers * (kernel_size - 1) / 2` neighbours on either side, in one
+    parallel product per layer (a recurrent reader runs one step per piece).
+
+    Args:
+        filters: output channels of every layer.
+        kernel_size: odd window of each layer.
+        layers: number of stacked convolutions (ReLU between them).
+
+    Call arguments:
+        inputs: `(batch, T, d)`.
+        mask: bool `(batch, T)`; masked positions are zeroed before each
+            layer, so padding never reaches a real position.
+
+    Returns:
+        `(batch, T, filters)`.
+    """
+
+    def __init__(self, filters: int, kernel_size: int = 5, layers: int = 2, **kwargs):
+        super().__init__(**kwargs)
+        if kernel_size < 1 or kernel_size % 2 == 0:
+            raise ValueError(f"kernel_size must be odd. Received: kernel_size={kernel_size!r}")
+        self.filters, self.kernel_size, self.layers = filters, kernel_size, layers
+        self.convolutions = [
+            keras.layers.Conv1D(filters, kernel_size, padding="same", activation="relu",
+                                name=f"conv_{i}", dtype=self.dtype_policy)
+            for i in range(layers)
+        ]
+        self.supports_masking = True
+
+    def get_config(self):
+        return {**super().get_config(), "filters": self.filters,
+                "kernel_size": self.kernel_size, "layers": self.layers}
+
+    def build(self, input_shape):
+        width = input_shape[-1]
+        for conv in self.convolutions:
+            conv.build((None, None, width))
+            width = self.filters
+        self.built = True
+
+    def compute_output_shape(self, input_shape):
+        return (*input_shape[:-1], self.filters)
+
+    def call(self, inputs, mask=None):
+        x = inputs
+        keep = None if mask is None else tf.cast(mask, x.dtype)[..., None]  # (batch, T, 1)
+        for conv in self.convolutions:
+            if keep is not None:
+                x = x * tf.cast(keep, x.dtype)
+            x = conv(x)
+        return x
+
+    def compute_mask(self, inputs, mask=None):
+        return mask
+
+
+@keras.saving.register_keras_serializable(package="nmt")
 class OutputProjection(keras.layers.Layer):
     """Projects output vectors to vocabulary logits, optionally tied to an embedding.
 

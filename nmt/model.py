@@ -9,7 +9,14 @@ import keras
 import tensorflow as tf
 
 from nmt.attention import make_attention
-from nmt.decoder import HEAD_KEYS, BahdanauDecoder, LuongDecoder, Memory, OutputProjection
+from nmt.decoder import (
+    HEAD_KEYS,
+    BahdanauDecoder,
+    LuongDecoder,
+    Memory,
+    OutputProjection,
+    TargetConvolution,
+)
 from nmt.encoder import Encoder
 from nmt.types import dataclass_from_dict
 
@@ -19,6 +26,7 @@ CELLS = ("lstm", "gru")
 # Scores an alignment head can use: its query ([h_j; embedding(y_j)]) is wider
 # than the keys, so Luong's "dot" is not one of them.
 HEAD_SCORES = ("general", "bahdanau", "concat")
+HEAD_READERS = ("lstm", "conv")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +62,10 @@ class ModelConfig:
             that reads the head's queries along the whole target before the
             head scores them, so a piece's row also sees the pieces after it
             (0: none; the head then reads piece j and what came before).
+        alignment_head_reader: how the target context is read: `"lstm"` (a
+            bidirectional LSTM, the whole target, one step per piece) or
+            `"conv"` (two convolutions of width 5 with `2 * context` filters:
+            four pieces either side, in two parallel products).
     """
 
     source_vocab_size: int
@@ -78,6 +90,7 @@ class ModelConfig:
     alignment_head: str | None = None
     alignment_head_keys: str = "encoder"
     alignment_head_context: int = 0
+    alignment_head_reader: str = "lstm"
 
     def __post_init__(self) -> None:
         _check_choice("decoder", self.decoder, DECODERS)
@@ -86,6 +99,7 @@ class ModelConfig:
         if self.alignment_head is not None:
             _check_choice("alignment_head", self.alignment_head, HEAD_SCORES)
         _check_choice("alignment_head_keys", self.alignment_head_keys, HEAD_KEYS)
+        _check_choice("alignment_head_reader", self.alignment_head_reader, HEAD_READERS)
         self._require("alignment_head_context",
                       _is_count(self.alignment_head_context), "an integer >= 0")
         self._require("alignment_head_context",
@@ -142,6 +156,8 @@ class ModelConfig:
                 name += f"-{self.alignment_head_keys}"
             if self.alignment_head_context:
                 name += f"-context{self.alignment_head_context}"
+                if self.alignment_head_reader != "lstm":
+                    name += f"-{self.alignment_head_reader}"
         return name
 
 
@@ -212,11 +228,14 @@ class Seq2Seq(keras.Model):
         if config.alignment_head is not None:
             head = make_attention(config.alignment_head, config.attention_units,
                                   name="alignment_head", dtype=policy)
-        if config.alignment_head_context:
+        if config.alignment_head_context and config.alignment_head_reader == "lstm":
             head_context = keras.layers.Bidirectional(
                 keras.layers.LSTM(config.alignment_head_context, return_sequences=True,
                                   dtype=policy),
                 name="alignment_head_context", dtype=policy)
+        elif config.alignment_head_context:
+            head_context = TargetConvolution(2 * config.alignment_head_context,
+                                             name="alignment_head_context", dtype=policy)
         decoder_args = (
             self.target_embedding, attention, config.hidden_dim, config.decoder_layers,
             config.cell, config.embedding_dim, projection, config.dropout,
@@ -281,6 +300,11 @@ class Seq2Seq(keras.Model):
         see `AttentionDecoder.step`."""
         return self.decoder.step(previous_tokens, state, memory, training=False, kernels=kernels,
                                  return_query=return_query)
+
+    def build_from_config(self, config):
+        # On loading a .keras file: `call` alone would leave the alignment head (used
+        # only by `forward`) without weights, and its saved weights unloaded.
+        self.build_for()
 
     def build_for(self, batch: int = 2, source_length: int = 3, target_length: int = 3) -> None:
         """Creates every weight by running the model once on dummy ids."""

@@ -375,8 +375,12 @@ def test_model_accepts_a_config_dict():
     "overrides",
     [SHIPPED,
      {"decoder": "bahdanau", "attention": "bahdanau", "normalize": True, "tie_embeddings": False,
-      "cell": "gru", "local_window": 2}],
-    ids=["shipped", "bahdanau-gru"],
+      "cell": "gru", "local_window": 2},
+     {**SHIPPED, "alignment_head": "general", "alignment_head_keys": "both",
+      "alignment_head_context": 4},
+     {**SHIPPED, "alignment_head": "general", "alignment_head_context": 4,
+      "alignment_head_reader": "conv"}],
+    ids=["shipped", "bahdanau-gru", "head-lstm-context", "head-conv-context"],
 )
 def test_keras_file_round_trip(overrides, tmp_path):
     model = shared_model(**overrides)
@@ -393,6 +397,10 @@ def test_keras_file_round_trip(overrides, tmp_path):
     np.testing.assert_allclose(step_logits[real], logits.numpy()[real], atol=1e-5)
     if model.config.share_embeddings:
         assert reloaded.source_embedding is reloaded.target_embedding
+    if model.config.alignment_head:
+        args = tf.constant(SOURCE), tf.constant(TARGET_IN), tf.constant(TARGET_OUT)
+        np.testing.assert_allclose(reloaded.forward(*args)["head"], model.forward(*args)["head"],
+                                   atol=1e-6)
 
 
 def test_weights_file_round_trip(tmp_path):
@@ -484,9 +492,11 @@ def test_head_weights_come_after_the_shipped_architecture():
         (HIDDEN, HIDDEN + EMB)]  # general: W over [h; e(y)] for keys of the encoder's size
 
 
-def test_head_context_reads_the_pieces_after_a_row_and_ignores_padding():
+@pytest.mark.parametrize("reader", ["lstm", "conv"])
+def test_head_context_reads_the_pieces_after_a_row_and_ignores_padding(reader):
     plain = shared_model(**SHIPPED, alignment_head="general")
-    context = shared_model(**SHIPPED, alignment_head="general", alignment_head_context=4)
+    context = shared_model(**SHIPPED, alignment_head="general", alignment_head_context=4,
+                           alignment_head_reader=reader)
     later = TARGET_OUT.copy()
     later[0, 3], later[1, 1] = 5, 5  # a later piece changes: the first row sees it only
     # with context (the third sentence has only EOS)
@@ -504,9 +514,11 @@ def test_head_context_reads_the_pieces_after_a_row_and_ignores_padding():
     np.testing.assert_allclose(short.numpy().sum(-1), 1.0, atol=1e-5)
 
 
-def test_head_rows_of_several_hypotheses_equal_each_alone():
+@pytest.mark.parametrize("reader", ["lstm", "conv"])
+def test_head_rows_of_several_hypotheses_equal_each_alone(reader):
     # Search passes (batch, N, T) hypotheses; each is read as its own sequence.
-    model = shared_model(**SHIPPED, alignment_head="general", alignment_head_context=4)
+    model = shared_model(**SHIPPED, alignment_head="general", alignment_head_context=4,
+                         alignment_head_reader=reader)
     memory = model.encode(tf.constant(SOURCE))
     _, _, queries = model.decoder.teacher_forced(tf.constant(TARGET_IN), memory)
     other = np.where(TARGET_OUT > 2, TARGET_OUT + 1, TARGET_OUT)
@@ -525,6 +537,11 @@ def test_head_config_checks_and_names():
         "luong-general+head-general-context8")
     with pytest.raises(ValueError, match="alignment_head_context=4"):
         tiny_config(alignment_head_context=4)  # no head
+    assert tiny_config(**SHIPPED, alignment_head="general", alignment_head_context=8,
+                       alignment_head_reader="conv").architecture_name() == (
+        "luong-general+head-general-context8-conv")
+    with pytest.raises(ValueError, match="alignment_head_reader='gru'"):
+        tiny_config(alignment_head="general", alignment_head_reader="gru")
     with pytest.raises(ValueError, match="alignment_head_context=-1"):
         tiny_config(alignment_head="general", alignment_head_context=-1)
     assert tiny_config(**SHIPPED, alignment_head="bahdanau").architecture_name() == (
