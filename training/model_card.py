@@ -242,12 +242,16 @@ def _head(summary: dict, model: dict, minutes: float, metadata_links: str) -> li
             "the translations are version "
             f"{start.get('version', '?')}'s, byte for byte. Version "
             f"{start.get('version', '?')} itself: {base.get('steps', 0):,} steps "
-            f"({base.get('epochs_completed', 0)} full epochs), "
+            f"({_epochs(base.get('epochs_completed', 0))}), "
             f"{base.get('train_seconds', 0) / 60:.0f} minutes on {_machine(base)}; "
             + _lower(_guidance(base)[2:].rstrip(".")) + "; "
             + _lower(_weights(start)[2:].rstrip(".")) + "."
         )
     return lines
+
+
+def _epochs(count: int) -> str:
+    return f"{count} full epoch" + ("" if count == 1 else "s")
 
 
 def _lower(text: str) -> str:
@@ -369,7 +373,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "",
         "## Training",
         "",
-        f"- {summary['steps']:,} steps ({summary['epochs_completed']} full epochs), "
+        f"- {summary['steps']:,} steps ({_epochs(summary['epochs_completed'])}), "
         f"{minutes:.0f} minutes of wall clock on {_machine(summary)}, "
         f"TensorFlow {summary['tensorflow']}, Python {summary['python']}."
         + (f" {note}" if note else ""),
