@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
+from pathlib import Path
 
-import gen_api
 import pytest
 
 from nmt_api import protos
 from serving.http_api import ENDPOINTS
 from serving.openapi import proto_comments
 from serving.validation import Limits
+
+# The docs tools are scripts, not a package: imported as MkDocs does, with docs/ on the
+# path (not from a conftest.py here: it would shadow tests/conftest.py's module name).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs"))
+import gen_api  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("mkdocs", reason="the docs hooks need MkDocs (the dev extra has it)")
+# The docs tools are scripts: imported as MkDocs does, with docs/ on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs"))
 
 import hooks  # noqa: E402  (after the skip: it imports mkdocs)
 from mkdocs.exceptions import PluginError  # noqa: E402
