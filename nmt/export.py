@@ -144,12 +144,8 @@ class TranslationModule(tf.Module):
         @tf.function(input_signature=[_STRINGS, *_OPTION_SPECS.values()])
         def translate_with_options(sentences, beam_size, max_length_ratio, max_length_offset,
                                    length_penalty, coverage_penalty, n_best, replace_unknown):
-            options = {
-                "beam_size": beam_size, "max_length_ratio": max_length_ratio,
-                "max_length_offset": max_length_offset, "length_penalty": length_penalty,
-                "coverage_penalty": coverage_penalty, "n_best": n_best,
-                "replace_unknown": replace_unknown,
-            }
+            options = _named_options(beam_size, max_length_ratio, max_length_offset,
+                                     length_penalty, coverage_penalty, n_best, replace_unknown)
             return self._translate(sentences, options, dtype)
 
         @tf.function(input_signature=[_STRINGS])
@@ -264,12 +260,8 @@ class TranslationModule(tf.Module):
     def translate_with_options(self, sentences, beam_size, max_length_ratio, max_length_offset,
                                length_penalty, coverage_penalty, n_best, replace_unknown):
         """Translation with explicit decoding options; outputs have an n-best axis."""
-        options = {
-            "beam_size": beam_size, "max_length_ratio": max_length_ratio,
-            "max_length_offset": max_length_offset, "length_penalty": length_penalty,
-            "coverage_penalty": coverage_penalty, "n_best": n_best,
-            "replace_unknown": replace_unknown,
-        }
+        options = _named_options(beam_size, max_length_ratio, max_length_offset,
+                                 length_penalty, coverage_penalty, n_best, replace_unknown)
         return self._translate(sentences, options)
 
     @tf.function(input_signature=[_STRINGS])
@@ -318,6 +310,12 @@ class TranslationModule(tf.Module):
         )
         out["scores"] = tf.reduce_sum(token_log_probs * mask, axis=1)
         return out
+
+
+def _named_options(*values) -> dict:
+    """The option arguments of a `translate_with_options` function, by name (in the
+    order of `_OPTION_SPECS`)."""
+    return dict(zip(_OPTION_SPECS, values, strict=True))
 
 
 def _dense(ids: tf.RaggedTensor) -> tf.Tensor:
