@@ -424,11 +424,26 @@ def _drop_ended(cfg: _Config, beams: _Beams) -> _Beams:
     return beams._replace(**tf.cond(tf.reduce_all(searched), unchanged, drop))
 
 
+def _no_empty_hypothesis(cfg: _Config, step: tf.Tensor, log_probs: tf.Tensor) -> tf.Tensor:
+    """Forbids EOS at the first step, as fairseq's default `min_len=1`.
+
+    With a length penalty an empty hypothesis is not penalised for its length,
+    so for some inputs it outscores every translation ("I know Tom is chubby."
+    came back empty at beam 5); a translation of a sentence is never empty.
+    """
+
+    def without_eos() -> tf.Tensor:
+        vocab = tf.shape(log_probs)[1]
+        return tf.where(tf.range(vocab)[None, :] == cfg.eos_id, _NEG_INF, log_probs)
+
+    return tf.cond(tf.equal(step, 0), without_eos, lambda: log_probs)
+
+
 def _search_step(step_fn: StepFn, cfg: _Config, beams: _Beams) -> _Beams:
     """One decoder step for every searched beam, then re-selection of alive and finished."""
     log_probs, model_state, attention, *query = step_fn(beams.last_tokens, beams.model_state,
                                                        beams.context)
-    log_probs = tf.cast(log_probs, tf.float32)  # (A*K, V)
+    log_probs = _no_empty_hypothesis(cfg, beams.step, tf.cast(log_probs, tf.float32))  # (A*K, V)
     attention = tf.cast(attention, tf.float32)  # (A*K, S)
     coverage = _accumulate_coverage(beams.coverage, attention)  # (A*K, S)
     cands = _expand(cfg, beams, log_probs, coverage)

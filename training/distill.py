@@ -258,6 +258,15 @@ def start_run(config: DistillConfig, teacher_dir: Path) -> dict:
     if path.exists():
         state = json.loads(path.read_text(encoding="utf-8"))
         changed = sorted(key for key in facts if state["fingerprint"].get(key) != facts[key])
+        if changed == ["student_config"] and not _student_started(run_dir, state):
+            # The teacher's translations do not depend on the student: one translation
+            # serves any student config until that student's training begins.
+            log.info("%s: the student config changed before its training began; the "
+                     "teacher's translations are kept", run_dir)
+            state["fingerprint"] = facts
+            state["overrides"] = dict(config.overrides)
+            _save_state(run_dir, state)
+            return state
         if changed:
             raise ValueError(
                 f"{run_dir} is a distillation run with another {' and '.join(changed)}; rerun "
@@ -272,6 +281,11 @@ def start_run(config: DistillConfig, teacher_dir: Path) -> dict:
              "decoding": facts["decoding"], "overrides": dict(config.overrides), "steps": {}}
     _save_state(run_dir, state)
     return state
+
+
+def _student_started(run_dir: Path, state: dict) -> bool:
+    """Whether the student's training has begun (the trainer writes its config first)."""
+    return "train" in state["steps"] or (run_dir / "config.yaml").exists()
 
 
 def _save_state(run_dir: Path, state: dict) -> None:

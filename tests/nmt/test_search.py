@@ -74,13 +74,24 @@ def test_greedy_stops_right_after_eos():
 
 
 def test_greedy_ignores_an_eos_that_is_not_the_argmax():
-    # "$" is second best at the first step: greedy must not end there, while a
-    # beam of 2 keeps it, and it scores better than "cat$".
-    rules = {**CAT, "^": {"c": 0.5, "$": 0.45}, "c": {"a": 0.5, "o": 0.45}}
+    # "$" is second best after "c": greedy must not end there, while a beam of 2
+    # keeps "c$", which scores better than "cat$".
+    rules = {**CAT, "c": {"a": 0.5, "$": 0.45}, "a": {"t": 0.5, "o": 0.45}}
     step_fn = bigram_step(bigram_log_probs(rules))
     greedy, beam = run_letters(step_fn, 1), run_letters(step_fn, 2)
     assert spell(greedy) == "cat$", f"greedy spelled {spell(greedy)!r}"
-    assert spell(beam) == "$", f"beam spelled {spell(beam)!r}"
+    assert spell(beam) == "c$", f"beam spelled {spell(beam)!r}"
+
+
+@pytest.mark.parametrize("beam_size", [1, 2, 5])
+def test_a_hypothesis_is_never_empty(beam_size):
+    # EOS is by far the likeliest first token, and with the length penalty the
+    # empty hypothesis would outscore every word: it must not be returned.
+    rules = {**CAT, "^": {"$": 0.9, "c": 0.05}}
+    result = run_letters(bigram_step(bigram_log_probs(rules)), beam_size, n_best=beam_size)
+    assert spell(result) == "cat$", f"beam {beam_size} spelled {spell(result)!r}"
+    spelled = [spell(result, 0, n) for n in range(beam_size)]
+    assert "$" not in spelled, f"beam {beam_size} returned an empty hypothesis: {spelled}"
 
 
 def test_beam_beats_greedy_when_the_first_step_misleads():
@@ -132,7 +143,9 @@ def test_missing_hypotheses_are_reported_empty():
     log_probs = np.full((len(LETTERS), len(LETTERS)), -np.inf, np.float32)
     log_probs[:, EOS], log_probs[:, ID["c"]] = np.log(0.3), np.log(0.7)
     result = run_letters(bigram_step(log_probs), 3, max_length=1, n_best=3)
-    assert [spell(result, 0, n) for n in range(3)] == ["c", "$", ""]
+    # "$" alone would be empty: only "c" is a hypothesis.
+    assert [spell(result, 0, n) for n in range(3)] == ["c", "", ""]
+    assert list(result.lengths[0].numpy()) == [1, 0, 0]
     assert np.isneginf(result.scores[0, 2]) and int(result.lengths[0, 2]) == 0
 
 
@@ -187,6 +200,8 @@ def exhaustive(model, start, max_length, eos, bos, source_length, alpha, beta):
         for body in itertools.product(others, repeat=length - 1):
             for last in lasts:
                 seq = (*body, last)
+                if seq == (eos,):  # an empty hypothesis is never returned
+                    continue
                 score, lp = reference_score(model, start, seq, bos, source_length, alpha, beta)
                 hyps.append((score, lp, seq))
     return sorted(hyps, key=lambda h: -h[0])
@@ -238,7 +253,10 @@ def numpy_greedy(model, start, max_length, bos, eos):
     prefix = []
     while len(prefix) < max_length and (not prefix or prefix[-1] != eos):
         lps, _ = model.rows(start, (*prefix, 0), bos)
-        prefix.append(int(np.argmax(lps[-1])))
+        choices = np.array(lps[-1], copy=True)
+        if not prefix:  # no empty hypothesis
+            choices[eos] = -np.inf
+        prefix.append(int(np.argmax(choices)))
     return tuple(prefix)
 
 

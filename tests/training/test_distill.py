@@ -309,3 +309,30 @@ def test_the_recommended_decoding_is_the_servers_default(distilled):
             client.translate(["I like coffee."], DecodeOptions(beam_size=4))
             client.translate(["I like coffee."], DecodeOptions(beam_size=2, n_best=2))
     assert spies[-1].beams == [1, 4, 2]
+
+
+def test_the_student_config_may_change_until_its_training_begins(distilled, tmp_path):
+    """One translation by the teacher serves several students: before the student's
+    training writes its config.yaml, another student config is taken (and recorded);
+    after, it is refused."""
+    import dataclasses
+
+    config, _ = distilled
+    teacher_dir = config.teacher / "3"
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    for name in ("distill.json", "sources.txt", "teacher.jsonl", "pairs.tsv"):
+        shutil.copy(config.run_dir / name, run_dir / name)
+    state = json.loads((run_dir / "distill.json").read_text())
+    del state["steps"]["train"]
+    (run_dir / "distill.json").write_text(json.dumps(state))
+    smaller = dataclasses.replace(config, run_dir=run_dir, overrides={"model.hidden_dim": 8})
+    taken = distill.start_run(smaller, teacher_dir)
+    assert taken["fingerprint"]["student_config"]["model"]["hidden_dim"] == 8
+    assert taken["overrides"] == {"model.hidden_dim": 8}
+    assert taken["steps"]["translate"] == state["steps"]["translate"]
+    assert json.loads((run_dir / "distill.json").read_text()) == taken
+    (run_dir / "config.yaml").write_text("name: started\n")
+    with pytest.raises(ValueError, match="another student_config"):
+        distill.start_run(dataclasses.replace(smaller, overrides={"model.hidden_dim": 12}),
+                          teacher_dir)
