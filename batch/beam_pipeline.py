@@ -5,7 +5,7 @@
 
 Steps: read numbered lines → parse them with the checks of `nmt batch` →
 RunInference with `TranslationModelHandler` (a SavedModel loaded through
-`nmt.translator.Translator`, batches of sentences of similar length) →
+`nmt.inference.translator.Translator`, batches of sentences of similar length) →
 WriteToText as JSON Lines shards (`out/fr-00000-of-00004.jsonl`), one record
 per input line in the schema of `batch.records`, in no particular order:
 sort on `line` to restore input order.
@@ -49,7 +49,7 @@ from batch.options import (
 )
 from batch.readers import InputFormat, SourceLine, numbered_lines, parse_line
 from batch.records import error_record, format_record
-from nmt.markup import DOCUMENT_FORMATS
+from nmt.documents.markup import DOCUMENT_FORMATS
 from nmt.options import given_decode_options
 from nmt.types import DecodeOptions
 

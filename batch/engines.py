@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from nmt.constants import DEFAULT_BATCH_SIZE, MAX_SENTENCE_TOKENS
-from nmt.precision import AUTO
+from nmt.inference.precision import AUTO
 from nmt.types import DecodeOptions, Translation, options_over
 
 log = logging.getLogger("nmt.batch")
@@ -98,7 +98,7 @@ def _check_batch_size(batch_size: int) -> None:
 
 
 class LocalEngine:
-    """Translates in this process with `nmt.translator.Translator`.
+    """Translates in this process with `nmt.inference.translator.Translator`.
 
     Args:
         translator: a loaded `Translator`.
@@ -118,7 +118,7 @@ class LocalEngine:
     def load(cls, model: str | os.PathLike, options: EngineOptions,
              batch_size: int = DEFAULT_BATCH_SIZE, precision: str = AUTO) -> LocalEngine:
         """Loads `model` (see `Translator.load`, which reads `precision`)."""
-        from nmt.translator import Translator
+        from nmt.inference.translator import Translator
 
         return cls(Translator.load(model, precision), options, batch_size)
 

@@ -9,7 +9,7 @@ Windows always start at the same lines, so a resumed job translates exactly
 the batches an uninterrupted one would, and its output is byte-identical.
 
 With `document_format` set each line is one document (plain text, HTML or
-XML, `nmt.markup.plan_document`): the sentences of a window's documents are
+XML, `nmt.documents.markup.plan_document`): the sentences of a window's documents are
 sorted and translated together, and each document joined again. A line
 whose markup is malformed is an error record naming the position.
 """
@@ -35,8 +35,8 @@ from batch.records import (
     format_record,
     translation_record,
 )
-from nmt.documents import join_documents
-from nmt.markup import DOCUMENT_FORMATS, MarkupError, plan_document
+from nmt.documents.markup import DOCUMENT_FORMATS, MarkupError, plan_document
+from nmt.documents.sentences import join_documents
 
 log = logging.getLogger("nmt.batch")
 

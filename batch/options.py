@@ -13,7 +13,7 @@ from pathlib import Path
 
 from batch.engines import DEFAULT_BATCH_SIZE
 from batch.readers import INPUT_FORMATS, InputFormat, detect_input_format
-from nmt.markup import DOCUMENT_FORMATS
+from nmt.documents.markup import DOCUMENT_FORMATS
 from nmt.options import DEFAULT_MODEL_DIR, add_decode_options
 
 

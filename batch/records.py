@@ -9,7 +9,7 @@ with `source_tokens`, `target_tokens` and `alignment` (a `(T, S)` list of
 lists) added when alignments are asked for, `word_scores` when the model
 returns them, and `nbest` when more than one hypothesis is. `confidence` is
 the mean log-probability per target piece and `word_scores` each target
-word's mean piece log-probability (`nmt.confidence`). A line that is not
+word's mean piece log-probability (`nmt.inference.confidence`). A line that is not
 translated has `translation`, `score`, `confidence` and `word_alignment` null
 and says why in `error`.
 

@@ -36,11 +36,11 @@ def main() -> None:
 
     import tensorflow as tf
 
-    from nmt.alignment import given_word_map
-    from nmt.corpus import read_pairs
-    from nmt.evaluation import alignment_scores, read_alibi
-    from nmt.tokenizer import SubwordTokenizer, TokenizerPair
-    from nmt.translator import resolve_version_dir
+    from nmt.alignment.from_attention import given_word_map
+    from nmt.data.corpus import read_pairs
+    from nmt.data.tokenizer import SubwordTokenizer, TokenizerPair
+    from nmt.evaluation.metrics import alignment_scores, read_alibi
+    from nmt.inference.translator import resolve_version_dir
     from training import corpus_alignment as ca
 
     assets = resolve_version_dir(args.model) / "assets"

@@ -2,7 +2,7 @@
 
 Force-decodes the 522 Alibi gold pairs once through the exported model
 (`Translator.align`), then reads word links from each pair's word matrix
-with every rule of `nmt.word_links` (argmax per target word, a threshold,
+with every rule of `nmt.alignment.word_links` (argmax per target word, a threshold,
 argmax in both directions intersected, and that intersection grown with
 neighbours above a threshold) and prints precision, recall and AER, overall
 and by source length, as a Markdown table.
@@ -45,10 +45,10 @@ def main() -> None:
     parser.add_argument("--thresholds", default="0.1,0.2,0.3,0.5")
     args = parser.parse_args()
 
-    from nmt.evaluation import read_alibi
-    from nmt.scoring import alignment_report, force_align
-    from nmt.translator import Translator
-    from nmt.word_links import word_links
+    from nmt.alignment.word_links import word_links
+    from nmt.evaluation.metrics import read_alibi
+    from nmt.evaluation.scoring import alignment_report, force_align
+    from nmt.inference.translator import Translator
 
     gold = read_alibi((args.data or data_dir()) / "alibi-enfr-alignments")
     translator = Translator.load(args.model)

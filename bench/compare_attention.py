@@ -68,11 +68,11 @@ VARIANTS["luong-general+guided-0.5+joined"] = {
 
 
 def run_variant(name: str, settings: dict, args) -> dict:
-    from nmt.corpus import read_pairs
-    from nmt.evaluation import read_alibi
-    from nmt.export import export_saved_model
-    from nmt.scoring import score_alignments, score_translations
-    from nmt.translator import Translator
+    from nmt.data.corpus import read_pairs
+    from nmt.evaluation.metrics import read_alibi
+    from nmt.evaluation.scoring import score_alignments, score_translations
+    from nmt.inference.export import export_saved_model
+    from nmt.inference.translator import Translator
     from nmt.types import DecodeOptions
     from training.export_run import module_from_run
     from training.train import run

@@ -2,7 +2,7 @@
 
 Translates a sentences file (default: the traffic mix, 2,000 lines of Anki
 test sentences, image captions and news-discussion comments) through
-`nmt.translator.Translator` (the path of the server, batch jobs and CLI:
+`nmt.inference.translator.Translator` (the path of the server, batch jobs and CLI:
 in-graph tokenisation, search, alignments and word links, then NumPy
 results), in batches taken in file order and in batches of sentences sorted
 by length, for each beam size and batch size asked, on each precision path
@@ -40,10 +40,10 @@ import tensorflow as tf  # noqa: E402
 from bench.flops import decoder_step_macs, encoder_macs, matmul_peak  # noqa: E402
 from bench.inputs import SENTENCES_HELP, TRAFFIC_MIX, machine, read_sentences  # noqa: E402
 from bench.memory import peak_rss_mb  # noqa: E402
+from nmt.inference.precision import AUTO, LOAD_CHOICES, cpu_bfloat16_units  # noqa: E402
+from nmt.inference.translator import Translator  # noqa: E402
 from nmt.model import ModelConfig  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
-from nmt.precision import AUTO, LOAD_CHOICES, cpu_bfloat16_units  # noqa: E402
-from nmt.translator import Translator  # noqa: E402
 
 ORDERS = ("file", "sorted")
 

@@ -42,12 +42,12 @@ import tensorflow as tf  # noqa: E402
 
 from bench.decode_speed import ORDERS, in_order, int_list, time_setting  # noqa: E402
 from bench.inputs import SENTENCES_HELP, TRAFFIC_MIX, machine, read_sentences  # noqa: E402
-from nmt import evaluation, scoring  # noqa: E402
 from nmt.constants import DEFAULT_BATCH_SIZE  # noqa: E402
-from nmt.corpus import read_lines, read_pairs  # noqa: E402
+from nmt.data.corpus import read_lines, read_pairs  # noqa: E402
+from nmt.evaluation import metrics, scoring  # noqa: E402
+from nmt.inference.precision import AUTO, LOAD_CHOICES, cpu_bfloat16_units  # noqa: E402
+from nmt.inference.translator import Translator  # noqa: E402
 from nmt.paths import data_dir  # noqa: E402
-from nmt.precision import AUTO, LOAD_CHOICES, cpu_bfloat16_units  # noqa: E402
-from nmt.translator import Translator  # noqa: E402
 from nmt.types import DecodeOptions, options_over  # noqa: E402
 
 DEFAULT_BEAMS = (1, 2, 5)
@@ -82,14 +82,14 @@ def gold_alignments(args) -> list:
     """The gold pairs for AER: `--pharaoh` files, else the Alibi directory (if there)."""
     if args.pharaoh:
         sources, targets = (read_lines(path) for path in args.pharaoh[:2])
-        links = evaluation.read_pharaoh_gold(args.pharaoh[2])
+        links = metrics.read_pharaoh_gold(args.pharaoh[2])
         if not len(sources) == len(targets) == len(links):
             raise SystemExit("--pharaoh files must have the same number of lines")
-        return [evaluation.AlignedPair(tuple(s.split()), tuple(t.split()), frozenset(sure),
-                                       frozenset(possible))
+        return [metrics.AlignedPair(tuple(s.split()), tuple(t.split()), frozenset(sure),
+                                    frozenset(possible))
                 for s, t, (sure, possible) in zip(sources, targets, links, strict=True)]
     if args.alibi and Path(args.alibi).is_dir():
-        return evaluation.read_alibi(args.alibi)
+        return metrics.read_alibi(args.alibi)
     return []
 
 

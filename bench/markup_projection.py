@@ -30,9 +30,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from nmt.documents import TextLinks  # noqa: E402
-from nmt.markup import MarkupError, _parse, plan_markup  # noqa: E402
-from nmt.offsets import word_spans  # noqa: E402
+from nmt.documents.markup import MarkupError, _parse, plan_markup  # noqa: E402
+from nmt.documents.offsets import word_spans  # noqa: E402
+from nmt.documents.sentences import TextLinks  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
 from nmt.paths import data_dir  # noqa: E402
 
@@ -149,13 +149,14 @@ def main() -> None:
                         choices=["glossary", "eurlex"])
     parser.add_argument("--limit", type=int, default=0, help="first N lines of each set")
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--links", help="word-link rule (nmt/word_links.py); default: the model's")
+    parser.add_argument("--links",
+                        help="word-link rule (nmt/alignment/word_links.py); default: the model's")
     parser.add_argument("--link-threshold", type=float, default=0.3)
     args = parser.parse_args()
     link_options = ({"links": args.links, "link_threshold": args.link_threshold}
                     if args.links else {})
 
-    from nmt.translator import Translator
+    from nmt.inference.translator import Translator
 
     translator = Translator.load(args.model)
     print(f"model {translator.info.path}, links {args.links or translator.info.word_links}")

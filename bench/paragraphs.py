@@ -41,8 +41,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from nmt.documents import translate_documents  # noqa: E402
-from nmt.evaluation import corpus_scores  # noqa: E402
+from nmt.documents.sentences import translate_documents  # noqa: E402
+from nmt.evaluation.metrics import corpus_scores  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
 from nmt.paths import data_dir  # noqa: E402
 
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from bench.inputs import machine
-    from nmt.translator import Translator
+    from nmt.inference.translator import Translator
 
     mix = args.data / "out-of-domain" / "traffic-mix.en"
     if not mix.is_file():

@@ -25,11 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import tensorflow as tf  # noqa: E402
 
 from bench.inputs import SENTENCES_HELP, TRAFFIC_MIX, machine, read_sentences  # noqa: E402
-from nmt import step_kernels  # noqa: E402
-from nmt.export import DEFAULT_OPTIONS, TranslationModule, module_from_export  # noqa: E402
+from nmt.inference.export import DEFAULT_OPTIONS, TranslationModule, module_from_export  # noqa: E402
+from nmt.inference.search import tile_beams  # noqa: E402
+from nmt.layers import step_kernels  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
 from nmt.paths import resolve_version_dir  # noqa: E402
-from nmt.search import tile_beams  # noqa: E402
 
 BEAM = 5
 

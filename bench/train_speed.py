@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tensorflow as tf  # noqa: E402
 
 from bench.flops import forward_macs, matmul_peak  # noqa: E402
-from nmt.corpus import read_pairs  # noqa: E402
-from nmt.datasets import make_train_dataset  # noqa: E402
-from nmt.encoding import encode_pairs  # noqa: E402
-from nmt.tokenizer import train_tokenizers  # noqa: E402
+from nmt.data.corpus import read_pairs  # noqa: E402
+from nmt.data.datasets import make_train_dataset  # noqa: E402
+from nmt.data.encoding import encode_pairs  # noqa: E402
+from nmt.data.tokenizer import train_tokenizers  # noqa: E402
 from training.config import load_config, parse_overrides  # noqa: E402
 from training.machine import cpu_model  # noqa: E402
 from training.train import Trainer  # noqa: E402

@@ -1,8 +1,10 @@
 """Attention-based English→French translation: the model library.
 
-Layers, model, tokenizer, search, export and `nmt.translator.Translator`, on
-TensorFlow/Keras and tensorflow-text; `nmt.types`, `nmt.constants`, `nmt.paths`,
-`nmt.options`, `nmt.corpus` and `nmt.evaluation` need no TensorFlow, for clients
-and command lines.
+`layers` (attention, encoder, decoders) and `model` on TensorFlow/Keras; `data`
+(corpus, tokenizer, batches); `inference` (search, export, `Translator`);
+`alignment` (word links); `documents` (sentences and markup); `evaluation`
+(metrics, scoring). `types`, `constants`, `paths` and `options` are plain Python.
+This file and the subpackages' `__init__.py` import nothing, so the clients
+import `nmt.types` (and the command `nmt.documents`) without TensorFlow.
 It imports no other package of the project (tests/test_layering.py keeps it so).
 """

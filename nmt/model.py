@@ -8,8 +8,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from nmt.attention import make_attention
-from nmt.decoder import (
+from nmt.layers.attention import make_attention
+from nmt.layers.decoder import (
     HEAD_KEYS,
     BahdanauDecoder,
     LuongDecoder,
@@ -17,7 +17,7 @@ from nmt.decoder import (
     OutputProjection,
     TargetConvolution,
 )
-from nmt.encoder import Encoder
+from nmt.layers.encoder import Encoder
 from nmt.types import dataclass_from_dict
 
 DECODERS = ("luong", "bahdanau")
@@ -55,7 +55,7 @@ class ModelConfig:
         alignment_head: score of an alignment head (`"general"`, `"bahdanau"`
             or `"concat"`), an attention that reads each target piece before
             aligning it and does not feed the prediction
-            (`nmt.decoder.AttentionDecoder`); None for no head.
+            (`nmt.layers.decoder.AttentionDecoder`); None for no head.
         alignment_head_keys: the head's keys: `"encoder"` states,
             `"embedding"` (source piece embeddings) or `"both"`.
         alignment_head_context: units per direction of a bidirectional LSTM

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nmt.precision import AUTO, LOAD_CHOICES
+from nmt.inference.precision import AUTO, LOAD_CHOICES
 from nmt.types import DecodeOptions, options_over
 
 # The shipped model (base directory of `<version>/` SavedModels) in a checkout.
@@ -84,7 +84,7 @@ def client_decode_options(args: argparse.Namespace, client) -> DecodeOptions | N
 
 def add_precision_option(parser: argparse.ArgumentParser) -> None:
     """Adds `--precision auto|float32|bfloat16`: the export's path to translate with
-    (`nmt.precision`)."""
+    (`nmt.inference.precision`)."""
     parser.add_argument("--precision", choices=LOAD_CHOICES, default=AUTO,
                         help="matrix products in float32 or bfloat16 (an export made with "
                              "--precision both carries the two); auto (the default): bfloat16 "

@@ -157,14 +157,14 @@ class Hypothesis:
             for a model without an alignment head; None from older exports.
         word_matrix: `alignment` merged into words, shape `(target words,
             source words)`, which `word_alignment` is read from (see
-            `nmt.word_links`); None from older exports.
+            `nmt.alignment.word_links`); None from older exports.
         confidence: the mean log-probability per target piece, "</s>"
             included: log P(text | source) / T (natural log, at most 0;
-            `nmt.confidence`); None without pieces.
+            `nmt.inference.confidence`); None without pieces.
         word_scores: per whitespace word of `text`, the mean log-probability
             of its pieces, shape `(words,)`; None when the export returns no
             piece log-probabilities (searched translations, see
-            `nmt.confidence`).
+            `nmt.inference.confidence`).
         piece_scores: per target piece, its log-probability given the source
             and the pieces before it, shape `(T,)`; None as `word_scores`.
     """
@@ -231,7 +231,7 @@ class Translation:
 
 @dataclasses.dataclass(frozen=True)
 class TranslatedSentence:
-    """One sentence of a translated document (`nmt.documents`, `nmt.markup`, the clients).
+    """One sentence of a translated document (`nmt.documents`, the clients).
 
     Attributes:
         source_span: `(start, end)` of the sentence in the document as given.
@@ -257,7 +257,7 @@ class DocumentTranslation:
         sentences: per sentence, its spans and result, in order.
         link_spans: every word link as `(source_span, target_span)`: the
             source word's characters in `source`, the target word's in `text`
-            (see `nmt.offsets`).
+            (see `nmt.documents.offsets`).
     """
 
     source: str

@@ -1,6 +1,6 @@
 """Python clients of the gRPC translation service (`nmt.v1.TranslationService`).
 
-They return the same types as `nmt.translator.Translator` (`nmt.types`, with
+They return the same types as `nmt.inference.translator.Translator` (`nmt.types`, with
 alignment matrices as NumPy arrays) and need neither TensorFlow nor a model:
 
     from nmt_api.client import TranslationClient
@@ -114,7 +114,7 @@ class TranslationClient:
                 them `alignment` is an empty `(0, 0)` array (word links still come).
             with_attention: whether to receive the decoder's own attention too
                 (`Hypothesis.attention`; None without it).
-            links: a rule of `nmt.word_links.LINK_RULES` for the word
+            links: a rule of `nmt.alignment.word_links.LINK_RULES` for the word
                 links (argmax, threshold, intersect, grow); None: the model's.
             link_threshold: the rule's threshold; None: the server's default.
 

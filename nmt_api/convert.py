@@ -81,7 +81,7 @@ def document_to_proto(document: DocumentTranslation, with_alignment: bool = True
 
 
 def model_info_to_proto(info, limits):
-    """A `GetModelInfoResponse` from an `nmt.translator.ModelInfo` and the server's limits
+    """A `GetModelInfoResponse` from an `nmt.inference.translator.ModelInfo` and the server's limits
     (`default_options`: the model's decoding for requests that set no options).
 
     `limits` is any dataclass with the fields of `ServerLimits` (the server's

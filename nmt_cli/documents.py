@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
-from nmt.documents import join_documents, sentences_of
-from nmt.markup import DOCUMENT_FORMATS, plan_document, plan_projection
+from nmt.documents.markup import DOCUMENT_FORMATS, plan_document, plan_projection
+from nmt.documents.sentences import join_documents, sentences_of
 from nmt.options import client_decode_options, decode_options
 
 
@@ -37,7 +37,7 @@ def translate_lines(lines: Sequence[str], format: str,
         One translated line per input line.
 
     Raises:
-        nmt.markup.MarkupError: a line's markup is malformed (the message
+        nmt.documents.markup.MarkupError: a line's markup is malformed (the message
             gives its line number).
     """
     for start in range(0, len(lines), batch_size):
@@ -101,7 +101,7 @@ def translate_command(args) -> int:
                                         lambda s: client.translate(s, options)):
                 print(line)
         return 0
-    from nmt.translator import Translator
+    from nmt.inference.translator import Translator
 
     translator = Translator.load(args.model, args.precision)
     options = decode_options(args, translator.info.default_options)

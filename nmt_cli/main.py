@@ -13,6 +13,7 @@ from pathlib import Path
 # None of these imports TensorFlow (a test checks it): `quiet_framework_logs` must run first.
 from batch.cli import add_batch_parser
 from nmt.constants import DEFAULT_BATCH_SIZE
+from nmt.inference.precision import BOTH, EXPORT_CHOICES
 from nmt.options import (
     DEFAULT_MODEL_DIR,
     add_decode_options,
@@ -21,7 +22,6 @@ from nmt.options import (
     decode_options,
     local_precision,
 )
-from nmt.precision import BOTH, EXPORT_CHOICES
 from nmt_cli.extras import missing_extra_message
 from serving.cli import add_serve_parser
 from training.distill import add_distill_parser
@@ -107,7 +107,7 @@ def _add_export(sub) -> None:
     short.add_argument("--shortlist-corpus", metavar="TSV",
                        help="restrict each sentence's search to a vocabulary shortlist learnt from "
                             "these (English, French) training pairs (faster for small batches, "
-                            "lower BLEU; see nmt/shortlist.py)")
+                            "lower BLEU; see nmt/inference/shortlist.py)")
     short.add_argument("--no-shortlist", action="store_true",
                        help="with --from-export: search the whole vocabulary again")
     p.add_argument("--shortlist-size", type=int, nargs=2, default=(500, 100),
@@ -130,7 +130,7 @@ def _add_export(sub) -> None:
 def _export(args) -> int:
     import json
 
-    from nmt.export import export_saved_model, module_from_export
+    from nmt.inference.export import export_saved_model, module_from_export
     from nmt.paths import resolve_version_dir
     from training.export_run import module_from_run
 
@@ -165,8 +165,8 @@ def _export(args) -> int:
         recommended_options({RECOMMENDED_DECODING: decoding})  # ValueError if out of range
         module.metadata[RECOMMENDED_DECODING] = decoding
     if args.shortlist_corpus:
-        from nmt.corpus import read_pairs
-        from nmt.shortlist import shortlist_from_pairs
+        from nmt.data.corpus import read_pairs
+        from nmt.inference.shortlist import shortlist_from_pairs
 
         frequent, per_source = args.shortlist_size
         shortlist = shortlist_from_pairs(read_pairs(args.shortlist_corpus), module.tokenizers,
@@ -198,11 +198,11 @@ def _add_translate(sub) -> None:
 
 
 def _add_link_options(p) -> None:
-    from nmt.word_links import DEFAULT_THRESHOLD, LINK_RULES
+    from nmt.alignment.word_links import DEFAULT_THRESHOLD, LINK_RULES
 
     p.add_argument("--links", choices=LINK_RULES,
                    help="how word links are read from the alignment matrix (default: the "
-                        "model's, argmax); see nmt/word_links.py")
+                        "model's, argmax); see nmt/alignment/word_links.py")
     p.add_argument("--link-threshold", type=float, default=DEFAULT_THRESHOLD,
                    help=f"least weight of a link for --links threshold|grow "
                         f"(default {DEFAULT_THRESHOLD})")
@@ -232,14 +232,14 @@ def _translate(args) -> int:
             results = client.translate(sentences, client_decode_options(args, client),
                                        **_link_options(args))
     else:
-        from nmt.translator import Translator
+        from nmt.inference.translator import Translator
 
         translator = Translator.load(args.model, args.precision)
         options = decode_options(args, translator.info.default_options)
         results = translator.translate(sentences, options, **_link_options(args))
     _print_translations(results, args.alignment)
     if args.plot:
-        from nmt.plots import save_attention_plot
+        from nmt.alignment.plots import save_attention_plot
 
         save_attention_plot(results[0], args.plot)
         print(f"attention heatmap written to {args.plot}", file=sys.stderr)
@@ -247,7 +247,7 @@ def _translate(args) -> int:
 
 
 def _print_translations(results, with_alignment: bool) -> None:
-    from nmt.word_links import format_alignment_table
+    from nmt.alignment.word_links import format_alignment_table
 
     for result in results:
         if len(result.nbest) > 1:
@@ -315,7 +315,7 @@ def _align(args) -> int:
 
 def _alignment_pairs(args) -> list[tuple[str, str]]:
     """The pairs to align; a non-blank source with a blank target names its line."""
-    from nmt.corpus import read_lines, read_pairs
+    from nmt.data.corpus import read_lines, read_pairs
 
     if args.tsv:
         if args.target:
@@ -345,7 +345,7 @@ def _aligner(args):
 
         client = TranslationClient(args.server)
         return client.align
-    from nmt.translator import Translator
+    from nmt.inference.translator import Translator
 
     return Translator.load(args.model).align
 
@@ -388,8 +388,8 @@ def _add_evaluate(sub) -> None:
 def _evaluate(args) -> int:
     import json
 
-    from nmt import evaluation, scoring
-    from nmt.translator import Translator
+    from nmt.evaluation import metrics, scoring
+    from nmt.inference.translator import Translator
 
     if not (args.test or args.source or args.alibi or args.pharaoh):
         raise ValueError("give --test, --source/--reference, --alibi or --pharaoh")
@@ -409,7 +409,7 @@ def _evaluate(args) -> int:
             "chrf_signature": report.scores.chrf_signature,
             "sentences": report.sentences, "beam_size": options.beam_size,
         }
-    gold = _gold_alignments(args, evaluation)
+    gold = _gold_alignments(args, metrics)
     if gold:
         report = scoring.score_alignments(translator, gold, **_link_options(args))
         s = report.scores
@@ -434,7 +434,7 @@ def _evaluate(args) -> int:
 
 
 def _evaluation_pairs(args) -> list[tuple[str, str]]:
-    from nmt.corpus import read_lines, read_pairs
+    from nmt.data.corpus import read_lines, read_pairs
 
     if args.test:
         pairs = read_pairs(args.test)
@@ -454,19 +454,19 @@ def _evaluation_pairs(args) -> list[tuple[str, str]]:
     return pairs[: args.limit] if args.limit else pairs
 
 
-def _gold_alignments(args, evaluation) -> list:
+def _gold_alignments(args, metrics) -> list:
     if args.alibi:
-        return evaluation.read_alibi(args.alibi)
+        return metrics.read_alibi(args.alibi)
     if args.pharaoh:
-        from nmt.corpus import read_lines
+        from nmt.data.corpus import read_lines
 
         sources, targets = (read_lines(p) for p in args.pharaoh[:2])
-        links = evaluation.read_pharaoh_gold(args.pharaoh[2])
+        links = metrics.read_pharaoh_gold(args.pharaoh[2])
         if not len(sources) == len(targets) == len(links):
             raise ValueError("--pharaoh files must have the same number of lines")
         return [
-            evaluation.AlignedPair(tuple(s.split()), tuple(t.split()), frozenset(sure),
-                                   frozenset(possible))
+            metrics.AlignedPair(tuple(s.split()), tuple(t.split()), frozenset(sure),
+                                frozenset(possible))
             for s, t, (sure, possible) in zip(sources, targets, links, strict=True)
         ]
     return []
@@ -520,7 +520,7 @@ def quiet_framework_logs() -> None:
     for name in ("tensorflow", "absl", "h5py", "apache_beam"):
         logging.getLogger(name).setLevel(logging.ERROR)
     # Which precision path a loaded model runs (the server logs it in its own event).
-    logging.getLogger("nmt.translator").setLevel(logging.WARNING)
+    logging.getLogger("nmt.inference.translator").setLevel(logging.WARNING)
 
 
 def main(argv: list[str] | None = None) -> int:

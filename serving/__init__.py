@@ -1,1 +1,1 @@
-"""The translation service over `nmt.translator`: gRPC, HTTP/JSON and a page."""
+"""The translation service over `nmt.inference.translator`: gRPC, HTTP/JSON and a page."""

@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from nmt.inference.precision import AUTO, check_load_choice
 from nmt.paths import version_dirs
-from nmt.precision import AUTO, check_load_choice
 from nmt.types import DecodeOptions
 from serving.errors import ModelUnavailable
 from serving.metrics import ServingMetrics
@@ -32,7 +32,9 @@ def translator_loader(precision: str = AUTO) -> Callable[[Path], object]:
     check_load_choice(precision)
 
     def load(path: Path):
-        from nmt.translator import Translator  # imports TensorFlow; only the server needs it
+        from nmt.inference.translator import (
+            Translator,  # imports TensorFlow; only the server needs it
+        )
 
         return Translator.load(path, precision)
 
@@ -40,7 +42,7 @@ def translator_loader(precision: str = AUTO) -> Callable[[Path], object]:
 
 
 class ModelStore:
-    """Holds the current `nmt.translator.Translator` and swaps in new versions.
+    """Holds the current `nmt.inference.translator.Translator` and swaps in new versions.
 
     Args:
         base_dir: directory of numbered version directories.

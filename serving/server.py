@@ -25,7 +25,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
-from nmt.precision import AUTO, check_load_choice
+from nmt.inference.precision import AUTO, check_load_choice
 from nmt.types import DecodeOptions, Translation
 from nmt_api.protos import DEFAULT_GRPC_PORT, SERVICE_NAME
 from serving.batching import ALIGN, Batcher, BatchingConfig
@@ -69,7 +69,7 @@ class ServerConfig:
             behind a reverse proxy that terminates TLS).
         auth_token: when set, calls need `authorization: Bearer <token>`
             (gRPC metadata or HTTP header).
-        precision: the export's path to translate on (`nmt.precision`):
+        precision: the export's path to translate on (`nmt.inference.precision`):
             `auto` (bfloat16 where the CPU has a bfloat16 unit, else
             float32), `float32` or `bfloat16`; chosen again at each load.
     """

@@ -1,9 +1,9 @@
 """`nmt.v1.TranslationService`: proto in, `Batcher`/`ModelStore` call, proto out.
 
-Documents (`TranslateRequest.format`) are split into sentences (`nmt.markup.
+Documents (`TranslateRequest.format`) are split into sentences (`nmt.documents.markup.
 plan_document`, in a worker thread: parsing is CPU work), their sentences
 queued in the batcher like any others, and joined again. Align pairs with a
-format (`AlignRequest.format`) are planned with `nmt.markup.plan_projection`
+format (`AlignRequest.format`) are planned with `nmt.documents.markup.plan_projection`
 and their tags put onto the given targets the same way. Errors are raised,
 never turned into statuses here (see `serving.interceptors`).
 """
@@ -14,9 +14,9 @@ import asyncio
 
 import grpc
 
-from nmt import word_links
-from nmt.documents import join_documents, sentences_of
-from nmt.markup import MarkupError, plan_document, plan_projection
+from nmt.alignment import word_links
+from nmt.documents.markup import MarkupError, plan_document, plan_projection
+from nmt.documents.sentences import join_documents, sentences_of
 from nmt.types import DecodeOptions
 from nmt_api import convert, protos
 from nmt_api.protos import SERVICE_NAME

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message, message_factory
 
-from nmt import word_links
+from nmt.alignment import word_links
 from nmt.constants import DEFAULT_MAX_CHARS
 from nmt.types import DecodeOptions, options_over
 from serving.errors import InvalidArgument, LimitExceeded
@@ -58,7 +58,7 @@ class Limits:
 
 @dataclasses.dataclass(frozen=True)
 class LinkChoice:
-    """A request's word-link rule (`nmt.word_links`)."""
+    """A request's word-link rule (`nmt.alignment.word_links`)."""
 
     rule: str
     threshold: float = word_links.DEFAULT_THRESHOLD
@@ -69,7 +69,7 @@ class ParsedRequest:
     """A validated request: what the batcher and the response builder need.
 
     `format` is None for sentences, else what the entries of `sentences` are
-    (a document format of `nmt.markup.DOCUMENT_FORMATS`).
+    (a document format of `nmt.documents.markup.DOCUMENT_FORMATS`).
     """
 
     sentences: tuple[str, ...]

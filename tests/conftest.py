@@ -49,7 +49,7 @@ def tiny_tokenizers(tiny_pairs):
     resources, so a test that tokenizes rebuilds them from `model_proto`
     (`SubwordTokenizer(tiny_tokenizers.source.model_proto, "en")`).
     """
-    from nmt.tokenizer import train_tokenizers
+    from nmt.data.tokenizer import train_tokenizers
 
     return train_tokenizers(tiny_pairs, vocab_size=200, joint=True)
 
@@ -61,9 +61,9 @@ def make_tiny_module(tokenizers, **model_overrides):
     module tokenizes even when an earlier `tf.random.set_seed` has freed the
     resources of `tokenizers` themselves (see `tiny_tokenizers`).
     """
-    from nmt.export import build_module
+    from nmt.data.tokenizer import SubwordTokenizer, TokenizerPair
+    from nmt.inference.export import build_module
     from nmt.model import ModelConfig
-    from nmt.tokenizer import SubwordTokenizer, TokenizerPair
 
     # Keras draws default initializer seeds from Python's `random`, so this makes the
     # tiny model the same in every run. Not keras.utils.set_random_seed: its
@@ -87,7 +87,7 @@ def make_tiny_module(tokenizers, **model_overrides):
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, tiny_tokenizers) -> Path:
     """`<base>/1/`: a tiny exported SavedModel in the TF Serving layout (base dir returned)."""
-    from nmt.export import export_saved_model
+    from nmt.inference.export import export_saved_model
 
     base = tmp_path_factory.mktemp("models") / "tiny"
     export_saved_model(make_tiny_module(tiny_tokenizers), base, 1)

@@ -124,7 +124,7 @@ def test_the_scan_follows_imports_into_the_model_library():
     serving = third_party_imports(("serving",), True)
     client = third_party_imports(ROLES["client"][0], False)
 
-    assert "tensorflow" in serving  # through nmt.translator
+    assert "tensorflow" in serving  # through nmt.inference.translator
     assert "tensorflow" not in client and "grpc" in client and "sentencex" in client
 
 

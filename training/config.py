@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from nmt.corpus import CleaningConfig
-from nmt.guided_alignment import GUIDED_ALIGNMENT_TYPES
+from nmt.alignment.guided_alignment import GUIDED_ALIGNMENT_TYPES
+from nmt.data.corpus import CleaningConfig
 from nmt.types import dataclass_from_dict
 from training.corpus_alignment import SYMMETRIZATIONS
 
@@ -30,7 +30,7 @@ class DataConfig:
     # alignment); None: `nmt train` aligns the corpus itself when guidance is on.
     train_alignments: str | None = None
     # Long examples made by joining random training pairs
-    # (`nmt.encoding.concatenate_examples`): this many per training pair,
+    # (`nmt.data.encoding.concatenate_examples`): this many per training pair,
     # each of 2 to `join_max_pairs` pairs.
     join_fraction: float = 0.0
     join_max_pairs: int = 3
@@ -94,7 +94,7 @@ class GuidedAlignmentConfig:
     """Guided alignment: an added loss pulling attention towards word alignments.
 
     Attributes:
-        type: `"none"`, `"ce"` or `"mse"` (see `nmt.guided_alignment`).
+        type: `"none"`, `"ce"` or `"mse"` (see `nmt.alignment.guided_alignment`).
         weight: the loss is `translation + weight * alignment`.
         symmetrization: how `nmt train` / `nmt align-corpus` combine eflomal's
             two directions when they align the corpus themselves.
@@ -147,7 +147,7 @@ class AlignmentHeadConfig:
         init_from: an exported model version directory or a training run
             whose weights start the model (required for `frozen`); the run
             then uses its tokenizers, and `model` must match its architecture.
-        type: `"ce"` or `"mse"` (see `nmt.guided_alignment`).
+        type: `"ce"` or `"mse"` (see `nmt.alignment.guided_alignment`).
         weight: the head loss's weight in joint training.
     """
 

@@ -7,7 +7,7 @@ line per training pair on the model's SentencePiece pieces.
 
 Why words mapped to pieces. eflomal aligns words: the normalised words that
 the model's pieces spell (the same grouping of pieces into words that
-`nmt.alignment` uses to report word links). Each word link (i, j) then
+`nmt.alignment.from_attention` uses to report word links). Each word link (i, j) then
 becomes every link between the pieces of source word i and the pieces of
 target word j, so the guided loss spreads a target piece's attention over
 the pieces of its source word. Aligning words keeps the aligner's
@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from nmt.alignment import piece_words as word_index_of_pieces
-from nmt.encoding import RaggedIds
-from nmt.evaluation import read_pharaoh
-from nmt.word_links import grow_diag
+from nmt.alignment.from_attention import piece_words as word_index_of_pieces
+from nmt.alignment.word_links import grow_diag
+from nmt.data.encoding import RaggedIds
+from nmt.evaluation.metrics import read_pharaoh
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def piece_words(tokenizer, texts: Sequence[str], batch: int = 4096
     Returns:
         `(indices, lines)`: for each text, int `(pieces,)` word indices (-1 for
         a piece of no word; pieces are the tokenizer's, no EOS; words those of
-        `nmt.alignment`), and the words those pieces spell, space-joined (the
+        `nmt.alignment.from_attention`), and the words those pieces spell, space-joined (the
         aligner's input).
     """
     indices: list[np.ndarray] = []

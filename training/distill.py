@@ -51,9 +51,9 @@ from batch.engines import Engine
 from batch.job import JobConfig, run_job
 from batch.readers import InputFormat
 from nmt.constants import DEFAULT_BATCH_SIZE, METADATA_PATH
-from nmt.corpus import read_pairs
+from nmt.data.corpus import read_pairs
+from nmt.inference.precision import AUTO, BOTH, EXPORT_CHOICES, LOAD_CHOICES
 from nmt.paths import SAVED_MODEL_FILE, resolve_version_dir
-from nmt.precision import AUTO, BOTH, EXPORT_CHOICES, LOAD_CHOICES
 from nmt.types import RECOMMENDED_DECODING, DecodeOptions, options_over, recommended_options
 
 log = logging.getLogger("nmt.distill")
@@ -98,13 +98,13 @@ class DistillConfig:
             defaults (`Translator`'s), `n_best` 1.
         batch_size: sentences per teacher call.
         window: lines the batch job sorts by length and commits together.
-        precision: the teacher's path (`nmt.precision.LOAD_CHOICES`).
+        precision: the teacher's path (`nmt.inference.precision.LOAD_CHOICES`).
         max_time: the student's training budget for this invocation, e.g.
             `95m` (None: the config's `optim.max_time`).
         average: export the mean of the last N checkpoints (0: the best
             dev-BLEU weights).
         export_precision: the paths the student's export carries
-            (`nmt.precision.EXPORT_CHOICES`).
+            (`nmt.inference.precision.EXPORT_CHOICES`).
         recommended_beam_size: the student's recommended beam: its default
             decoding wherever a caller sets none.
         metadata: more export metadata (as `nmt export --metadata`).
@@ -476,7 +476,7 @@ def _export_step(config: DistillConfig, teacher_dir: Path, state: dict,
     if path.exists():
         raise ValueError(f"{path} already exists and was not exported by this run; choose "
                          "another --version")
-    from nmt.export import export_saved_model
+    from nmt.inference.export import export_saved_model
     from training.export_run import module_from_run
 
     module = module_from_run(config.run_dir, export_metadata(config, teacher_dir),

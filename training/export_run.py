@@ -8,9 +8,9 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from nmt.export import TranslationModule, build_module
+from nmt.data.tokenizer import TokenizerPair
+from nmt.inference.export import TranslationModule, build_module
 from nmt.model import Seq2Seq
-from nmt.tokenizer import TokenizerPair
 from training.config import load_config
 from training.train import model_config, restore_best
 
@@ -19,7 +19,7 @@ def module_from_run(run_dir: Path, metadata: dict | None = None,
                     average: int = 0, precision: str = "float32") -> TranslationModule:
     """A model of a run: its best dev-BLEU weights (latest if none yet), or, with
     `average=N`, the mean of its last N checkpoints; computing in `precision`
-    (see `nmt.export.build_module`). Its metadata holds the run's summary
+    (see `nmt.inference.export.build_module`). Its metadata holds the run's summary
     (`training`) and, for a distilled run, the teacher (`distillation`)."""
     if not (run_dir / "config.yaml").exists():
         raise FileNotFoundError(f"{run_dir} is not a training run (no config.yaml)")

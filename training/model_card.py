@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from nmt.constants import METADATA_PATH
-from nmt.precision import BOTH, export_flag
+from nmt.inference.precision import BOTH, export_flag
 from nmt.types import RECOMMENDED_DECODING, DecodeOptions, recommended_options
 
 ATTRIBUTION = "Sentence pairs from www.manythings.org/anki and tatoeba.org (CC-BY 2.0 FR)"
@@ -42,7 +42,7 @@ def reproduce(version: str, average: int = 0, precision: str = BOTH,
             (a frozen alignment head): its export is reproduced first.
         run_name: the run's config name (`training/configs/<run_name>.yaml`).
         links: the export's word-link rule.
-        precision: its `nmt export --precision` (`nmt.precision.export_flag`).
+        precision: its `nmt export --precision` (`nmt.inference.precision.export_flag`).
         distillation: the `distillation` record of a distilled export
             (`training.distill`): one `nmt distill` makes the data, trains and
             exports.

@@ -48,14 +48,14 @@ import keras
 import tensorflow as tf
 import yaml
 
-from nmt.corpus import clean_pairs_with_indices, read_pairs
-from nmt.datasets import make_train_dataset
-from nmt.encoding import concatenate_examples, encode_pairs
-from nmt.evaluation import corpus_scores, group_references
-from nmt.export import TranslationModule
-from nmt.guided_alignment import guided_alignment_loss
+from nmt.alignment.guided_alignment import guided_alignment_loss
+from nmt.data.corpus import clean_pairs_with_indices, read_pairs
+from nmt.data.datasets import make_train_dataset
+from nmt.data.encoding import concatenate_examples, encode_pairs
+from nmt.data.tokenizer import TokenizerPair, train_tokenizers
+from nmt.evaluation.metrics import corpus_scores, group_references
+from nmt.inference.export import TranslationModule
 from nmt.model import ModelConfig, Seq2Seq, sequence_loss
-from nmt.tokenizer import TokenizerPair, train_tokenizers
 from training import corpus_alignment
 from training.config import TrainConfig, parse_duration
 from training.machine import cpu_model
@@ -193,7 +193,7 @@ def starting_module(path: str | Path) -> TranslationModule:
     """The model a run starts from: an exported version directory or a training run."""
     path = Path(path)
     if (path / "saved_model.pb").exists():
-        from nmt.export import module_from_export
+        from nmt.inference.export import module_from_export
 
         return module_from_export(path, "float32")
     if (path / "config.yaml").exists():
@@ -217,7 +217,7 @@ def starting_record(path: str | Path, metadata: dict) -> dict:
     metadata file (as exported, e.g. its precision), or `metadata` of a run."""
     path = Path(path)
     if (path / "saved_model.pb").exists():
-        from nmt.export import read_metadata
+        from nmt.inference.export import read_metadata
 
         metadata = read_metadata(path)
     record = {key: _plain(metadata[key]) for key in _STARTING_FACTS if key in metadata}
@@ -397,7 +397,7 @@ class Trainer:
                 "example": hypotheses[0] if hypotheses else ""}
 
     def _log_attention_image(self, step: int) -> None:
-        from nmt.plots import attention_figure_png
+        from nmt.alignment.plots import attention_figure_png
 
         if not self.dev_sources:
             return

@@ -148,7 +148,7 @@ def test_local_engine_batches_and_maps_graph_errors():
 
 
 def test_local_engine_matches_the_translator(tiny_model_dir, tiny_pairs):
-    from nmt.translator import Translator
+    from nmt.inference.translator import Translator
 
     sentences = [english for english, _ in tiny_pairs[:7]]
     options = DecodeOptions(beam_size=2)
@@ -162,7 +162,7 @@ def test_local_engine_matches_the_translator(tiny_model_dir, tiny_pairs):
 
 
 def test_the_path_of_a_two_path_export_is_part_of_the_settings(tiny_model_dir, tmp_path):
-    from nmt.export import export_saved_model, module_from_export
+    from nmt.inference.export import export_saved_model, module_from_export
 
     both = export_saved_model(module_from_export(tiny_model_dir / "1", "both"), tmp_path, 1)
     engine = LocalEngine.load(both, DecodeOptions(beam_size=1), precision="bfloat16")

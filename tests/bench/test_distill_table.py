@@ -4,7 +4,7 @@ row of each model's default decoding is marked."""
 import json
 
 from bench import distill_table
-from nmt.export import export_saved_model
+from nmt.inference.export import export_saved_model
 from tests.conftest import make_tiny_module
 
 

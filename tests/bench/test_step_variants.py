@@ -4,7 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from bench.step_variants import batches, decoder_step, int8_matmul, search_inputs
-from nmt.export import module_from_export
+from nmt.inference.export import module_from_export
 
 SENTENCES = ["the cat sleeps .", "i like green tea very much .", "he is here ."]
 

@@ -5,9 +5,9 @@ import yaml
 
 from bench.flops import forward_macs
 from bench.train_speed import time_steps
-from nmt.datasets import make_train_dataset
-from nmt.encoding import encode_pairs
-from nmt.tokenizer import train_tokenizers
+from nmt.data.datasets import make_train_dataset
+from nmt.data.encoding import encode_pairs
+from nmt.data.tokenizer import train_tokenizers
 from training.config import load_config
 from training.train import Trainer
 

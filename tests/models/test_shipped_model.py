@@ -2,10 +2,10 @@
 
 import pytest
 
-from nmt.corpus import read_pairs
+from nmt.data.corpus import read_pairs
+from nmt.evaluation.scoring import score_translations
+from nmt.inference.translator import Translator
 from nmt.options import DEFAULT_MODEL_DIR as SHIPPED
-from nmt.scoring import score_translations
-from nmt.translator import Translator
 from nmt.types import DecodeOptions
 
 

@@ -61,9 +61,9 @@ def shipped_version() -> Path:
 def float32_translator(directory: Path):
     """The shipped export's float32 path; for an export without one, its weights
     exported in float32 into `directory`."""
-    from nmt.export import export_saved_model, module_from_export, read_metadata
-    from nmt.precision import FLOAT32, carried_paths
-    from nmt.translator import Translator
+    from nmt.inference.export import export_saved_model, module_from_export, read_metadata
+    from nmt.inference.precision import FLOAT32, carried_paths
+    from nmt.inference.translator import Translator
 
     shipped = shipped_version()
     if FLOAT32 in carried_paths(read_metadata(shipped)):
@@ -126,7 +126,7 @@ def translations(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bfloat16_translations():
-    from nmt.translator import Translator
+    from nmt.inference.translator import Translator
 
     return translate_all(Translator.load(shipped_version(), "bfloat16"))
 

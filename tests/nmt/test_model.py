@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from nmt.decoder import BahdanauDecoder, LuongDecoder, Memory
+from nmt.layers.decoder import BahdanauDecoder, LuongDecoder, Memory
 from nmt.model import ModelConfig, Seq2Seq, sequence_loss
 
 VOCAB, EMB, HIDDEN = 30, 8, 12

@@ -1,4 +1,4 @@
-"""`nmt_api.client`: sync and async clients return what `nmt.translator` returns."""
+"""`nmt_api.client`: sync and async clients return what `nmt.inference.translator` returns."""
 
 import asyncio
 
@@ -171,8 +171,8 @@ DOCUMENTS = ["Hello. How are you today?\n\nThe cat is black.", "Click <b>Save</b
 
 
 def _same_documents(served, direct, formats):
-    from nmt.documents import join_documents, sentences_of
-    from nmt.markup import plan_document
+    from nmt.documents.markup import plan_document
+    from nmt.documents.sentences import join_documents, sentences_of
     from nmt.types import DocumentTranslation
 
     for document, source, format in zip(served, DOCUMENTS, formats, strict=True):
@@ -209,8 +209,8 @@ PLAIN = ["Cliquez sur Enregistrer maintenant.", ""]
 
 
 def _same_projections(served, direct, format):
-    from nmt.documents import join_documents, sentences_of
-    from nmt.markup import plan_projection
+    from nmt.documents.markup import plan_projection
+    from nmt.documents.sentences import join_documents, sentences_of
 
     plans = [plan_projection(s, t, format) for s, t in zip(TAGGED, PLAIN, strict=True)]
     targets = [target for plan in plans for target in plan.targets]

@@ -4,8 +4,8 @@ import io
 import sys
 import types
 
-from nmt.documents import TextLinks
-from nmt.markup import _parse
+from nmt.documents.markup import _parse
+from nmt.documents.sentences import TextLinks
 from nmt.types import DecodeOptions
 from nmt_cli import main as cli
 from nmt_cli.documents import project_lines, translate_lines
@@ -23,7 +23,7 @@ def fake_translate(sentences):
 
 
 class FakeTranslator:
-    """Stands for `nmt.translator.Translator` without TensorFlow."""
+    """Stands for `nmt.inference.translator.Translator` without TensorFlow."""
 
     calls: list = []
     info = types.SimpleNamespace(default_options=DecodeOptions())
@@ -42,9 +42,9 @@ class FakeTranslator:
 
 
 def with_fake_translator(monkeypatch):
-    module = types.ModuleType("nmt.translator")
+    module = types.ModuleType("nmt.inference.translator")
     module.Translator = FakeTranslator
-    monkeypatch.setitem(sys.modules, "nmt.translator", module)
+    monkeypatch.setitem(sys.modules, "nmt.inference.translator", module)
     FakeTranslator.calls = []
 
 

@@ -104,7 +104,7 @@ def test_every_command_has_extras_that_exist(capsys):
 def test_the_command_prints_the_extra_instead_of_a_traceback(monkeypatch, capsys):
     """`nmt translate` where TensorFlow cannot be imported (as in the client install)."""
     monkeypatch.setitem(sys.modules, "tensorflow", None)  # `import tensorflow` now fails
-    monkeypatch.delitem(sys.modules, "nmt.translator", raising=False)
+    monkeypatch.delitem(sys.modules, "nmt.inference.translator", raising=False)
     monkeypatch.setattr(extras, "installed_requirements", lambda: REQUIREMENTS)
 
     code = cli.main(["translate", "Hello."])

@@ -194,8 +194,8 @@ def test_export_records_a_recommended_beam_that_becomes_the_default(tiny_model_d
     import tensorflow as tf
 
     from nmt.constants import METADATA_PATH
-    from nmt.export import DEFAULT_OPTIONS
-    from nmt.translator import Translator
+    from nmt.inference.export import DEFAULT_OPTIONS
+    from nmt.inference.translator import Translator
     from nmt.types import DecodeOptions
 
     assert cli.main(["export", "--from-export", str(tiny_model_dir), "--out", str(tmp_path),

@@ -33,7 +33,7 @@ class Gate:
         self.is_open.set()
 
     def loader(self, path):
-        from nmt.translator import Translator
+        from nmt.inference.translator import Translator
 
         return GatedTranslator(Translator.load(path), self)
 

@@ -445,7 +445,7 @@ def test_model_info_reports_the_aer_recorded_in_the_export(tiny_model_dir, tmp_p
 @pytest.fixture(scope="module")
 def both_paths_base(tiny_model_dir, tmp_path_factory):
     """A base directory whose version 1 is the tiny model with both precision paths."""
-    from nmt.export import export_saved_model, module_from_export
+    from nmt.inference.export import export_saved_model, module_from_export
 
     base = tmp_path_factory.mktemp("both") / "models"
     export_saved_model(module_from_export(tiny_model_dir / "1", "both"), base, 1)
@@ -455,7 +455,7 @@ def both_paths_base(tiny_model_dir, tmp_path_factory):
 @pytest.mark.parametrize("flags, expected", [("avx2", "float32"), ("avx512_bf16", "bfloat16")])
 def test_model_info_and_metrics_say_which_path_auto_chose(both_paths_base, tmp_path, monkeypatch,
                                                           flags, expected):
-    from nmt import precision
+    from nmt.inference import precision
 
     (tmp_path / "cpuinfo").write_text(f"flags\t\t: fpu sse2 {flags}\n")
     monkeypatch.setattr(precision, "CPUINFO", tmp_path / "cpuinfo")
@@ -526,9 +526,9 @@ PAGE = "<p>Click <b>Save</b> now.</p><p>Thank you.</p>"
 
 
 def _in_process_documents(server, documents, format):
-    """What the server should answer: the translator's sentences, joined by nmt.documents."""
-    from nmt.documents import join_documents, sentences_of
-    from nmt.markup import plan_document
+    """What the server should answer: the translator's sentences, joined (nmt.documents)."""
+    from nmt.documents.markup import plan_document
+    from nmt.documents.sentences import join_documents, sentences_of
 
     plans = [plan_document(document, format) for document in documents]
     results = server.server.store.translator.inner.translate(sentences_of(plans), FAST)
@@ -667,9 +667,9 @@ PLAIN = ["Cliquez sur Enregistrer maintenant.", "", "Appuyez sur OK.", "Le chat 
 
 
 def _in_process_projections(server, sources, targets, format, **links):
-    """What the server should answer: the translator's alignments, joined by nmt.markup."""
-    from nmt.documents import join_documents, sentences_of
-    from nmt.markup import plan_projection
+    """What the server should answer: the translator's alignments, joined (nmt.documents.markup)."""
+    from nmt.documents.markup import plan_projection
+    from nmt.documents.sentences import join_documents, sentences_of
 
     plans = [plan_projection(s, t, format) for s, t in zip(sources, targets, strict=True)]
     targets = [target for plan in plans for target in plan.targets]

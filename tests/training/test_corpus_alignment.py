@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from nmt.tokenizer import SubwordTokenizer
+from nmt.data.tokenizer import SubwordTokenizer
 from training import corpus_alignment as ca
 
 FORWARD = {(0, 0), (1, 2), (2, 1), (3, 3)}

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from nmt.constants import METADATA_PATH
-from nmt.export import export_saved_model
+from nmt.inference.export import export_saved_model
 from nmt.types import DecodeOptions
 from tests.conftest import make_tiny_module
 from training import distill
@@ -76,7 +76,7 @@ def read_tsv(path: Path) -> list[tuple[str, str]]:
 
 def test_pipeline_writes_each_step_and_the_student_learns_the_teachers_output(
         distilled, teacher):
-    from nmt.translator import Translator
+    from nmt.inference.translator import Translator
 
     config, result = distilled
     run = config.run_dir
@@ -263,7 +263,7 @@ class BeamSpy:
 
 
 def test_the_recommended_decoding_is_the_translators_default(distilled):
-    from nmt.translator import Translator
+    from nmt.inference.translator import Translator
 
     _, result = distilled
     translator = Translator.load(result.export, "float32")
@@ -283,7 +283,7 @@ def test_the_recommended_decoding_is_the_translators_default(distilled):
 def test_the_recommended_decoding_is_the_servers_default(distilled):
     from prometheus_client import CollectorRegistry
 
-    from nmt.translator import Translator
+    from nmt.inference.translator import Translator
     from nmt_api.client import TranslationClient
     from serving.server import ServerConfig
     from serving.testing import ServerThread, free_port

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 import yaml
 
-from nmt.evaluation import alignment_scores
+from nmt.evaluation.metrics import alignment_scores
 from training import corpus_alignment as ca
 from training import train as train_module
 from training.config import load_config

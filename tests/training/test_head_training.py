@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from nmt.evaluation import alignment_scores
+from nmt.evaluation.metrics import alignment_scores
 from tests.training.test_guided_training import (
     gold_links,
     reversal_pairs,

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import yaml
 
-from nmt.datasets import deal_to_replicas, plan_epoch
+from nmt.data.datasets import deal_to_replicas, plan_epoch
 from training import train as train_module
 from training.config import load_config
 from training.train import load_corpora
@@ -179,7 +179,7 @@ def test_two_workers_train_in_step_resume_and_export(tmp_path):
     documented = set(re.findall(r"<run>/([^/\s]+)", train_module.__doc__))
     assert {p.name for p in run_dir.iterdir()} == documented - {"alignments.txt"}
 
-    from nmt.translator import Translator
+    from nmt.inference.translator import Translator
     from nmt_cli.main import main
 
     assert main(["export", "--run", str(run_dir), "--out", str(tmp_path / "models"),

@@ -74,7 +74,7 @@ def test_notebook_is_stored_without_outputs():
 
 
 def test_notebook_trains_exports_and_packages_a_tiny_model(tmp_path, this_interpreter_kernel):
-    from nmt.export import read_metadata
+    from nmt.inference.export import read_metadata
 
     work = tmp_path / "work"
     notebook = nbformat.read(NOTEBOOK, as_version=4)

@@ -1,0 +1,573 @@
+"""Attentional recurrent decoders: Bahdanau-style and Luong-style.
+
+Both decoders expose the same two entry points:
+- `call(target_in, memory, training=False)`: teacher forcing over a whole
+  target sequence (`memory` from `prepare_memory`, which carries the source
+  mask), returning logits `(batch, T, V)` and attention `(batch, T, S)`.
+- `step(previous_tokens, state, memory, training=False)`: one decoding step
+  for search, returning logits `(batch, V)`, the new state and attention
+  `(batch, S)`.
+
+The per-step recurrence produces an output vector; the projection to the
+vocabulary (the largest matrix multiply) is done once for all target
+positions, outside the recurrent loop.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import keras
+import tensorflow as tf
+
+from nmt.layers import step_kernels
+from nmt.layers.attention import Attention
+
+_CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
+HEAD_KEYS = ("encoder", "embedding", "both")
+
+
+class Memory(NamedTuple):
+    """Encoder outputs prepared once per sentence for every decoder step."""
+
+    values: tf.Tensor  # (batch, S, d_enc)
+    projected_keys: tf.Tensor  # (batch, S, d_att)
+    mask: tf.Tensor  # (batch, S) bool
+    # Keys of the alignment head, projected once too; zero-width without a head.
+    head_keys: tf.Tensor  # (batch, S, d_head) or (batch, S, 0)
+
+
+@keras.saving.register_keras_serializable(package="nmt")
+class TargetConvolution(keras.layers.Layer):
+    """Stacked 1-D convolutions along the target: each position reads its
+    `layers * (kernel_size - 1) / 2` neighbours on either side, in one
+    parallel product per layer (a recurrent reader runs one step per piece).
+
+    Args:
+        filters: output channels of every layer.
+        kernel_size: odd window of each layer.
+        layers: number of stacked convolutions (ReLU between them).
+
+    Call arguments:
+        inputs: `(batch, T, d)`.
+        mask: bool `(batch, T)`; masked positions are zeroed before each
+            layer, so padding never reaches a real position.
+
+    Returns:
+        `(batch, T, filters)`.
+    """
+
+    def __init__(self, filters: int, kernel_size: int = 5, layers: int = 2, **kwargs):
+        super().__init__(**kwargs)
+        if kernel_size < 1 or kernel_size % 2 == 0:
+            raise ValueError(f"kernel_size must be odd. Received: kernel_size={kernel_size!r}")
+        self.filters, self.kernel_size, self.layers = filters, kernel_size, layers
+        self.convolutions = [
+            keras.layers.Conv1D(filters, kernel_size, padding="same", activation="relu",
+                                name=f"conv_{i}", dtype=self.dtype_policy)
+            for i in range(layers)
+        ]
+        self.supports_masking = True
+
+    def get_config(self):
+        return {**super().get_config(), "filters": self.filters,
+                "kernel_size": self.kernel_size, "layers": self.layers}
+
+    def build(self, input_shape):
+        width = input_shape[-1]
+        for conv in self.convolutions:
+            conv.build((None, None, width))
+            width = self.filters
+        self.built = True
+
+    def compute_output_shape(self, input_shape):
+        return (*input_shape[:-1], self.filters)
+
+    def call(self, inputs, mask=None):
+        x = inputs
+        keep = None if mask is None else tf.cast(mask, x.dtype)[..., None]  # (batch, T, 1)
+        for conv in self.convolutions:
+            if keep is not None:
+                x = x * tf.cast(keep, x.dtype)
+            x = conv(x)
+        return x
+
+    def compute_mask(self, inputs, mask=None):
+        return mask
+
+
+@keras.saving.register_keras_serializable(package="nmt")
+class OutputProjection(keras.layers.Layer):
+    """Projects output vectors to vocabulary logits, optionally tied to an embedding.
+
+    With `tied_embedding`, logits = o E^T + b (Press & Wolf 2017), which
+    saves V x d parameters.
+
+    Args:
+        vocab_size: V, the number of logits.
+        tied_embedding: an `Embedding` of V rows whose matrix is the kernel,
+            or None for a kernel of its own. In a config it is serialized;
+            revived on its own, the projection gets a copy of the embedding
+            (an `AttentionDecoder` ties it to its own embedding again).
+
+    Call arguments:
+        outputs: `(..., d)` output vectors.
+
+    Returns:
+        float32 logits `(..., V)`.
+    """
+
+    def __init__(self, vocab_size: int, tied_embedding=None, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.tied_embedding = tied_embedding
+
+    def build(self, input_shape):
+        if self.tied_embedding is None:
+            self.kernel = self.add_weight(
+                name="kernel", shape=(input_shape[-1], self.vocab_size),
+                initializer="glorot_uniform",
+            )
+        self.bias = self.add_weight(name="bias", shape=(self.vocab_size,), initializer="zeros")
+
+    def get_config(self):
+        tied = self.tied_embedding
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "tied_embedding": None if tied is None else keras.saving.serialize_keras_object(tied),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("tied_embedding"), dict):
+            config["tied_embedding"] = keras.saving.deserialize_keras_object(
+                config["tied_embedding"])
+        return cls(**config)
+
+    def call(self, outputs):
+        if self.tied_embedding is not None:
+            kernel = tf.cast(self.tied_embedding.embeddings, self.compute_dtype)
+            logits = tf.matmul(outputs, kernel, transpose_b=True)  # (..., V)
+        else:
+            logits = tf.matmul(outputs, tf.cast(self.kernel, self.compute_dtype))
+        return tf.cast(logits + tf.cast(self.bias, logits.dtype), tf.float32)
+
+
+class AttentionDecoder(keras.layers.Layer):
+    """Shared machinery: embeddings, RNN stack, initial-state bridge, projection.
+
+    Args:
+        embedding: target embedding layer.
+        attention: an `nmt.layers.attention.Attention` layer.
+        hidden_dim: units of every decoder RNN layer.
+        num_layers: number of stacked RNN layers.
+        cell: `"lstm"` or `"gru"`.
+        output_dim: size of the output vector fed to the projection (equals
+            the embedding size when the projection is tied).
+        projection: an `OutputProjection`.
+        dropout: dropout on embeddings, between layers and on output vectors.
+        alignment_head: an `Attention` layer that aligns each target piece
+            after reading it, or None. Its query for piece j is
+            `[h_j; embedding(y_j)]`, where h_j is the top RNN state that
+            predicts piece j (Luong h_t, Bahdanau s_i): an attention that has
+            seen the word it aligns (Peter et al. 2017, "Generating
+            Alignments Using Target Foresight in Attention-Based Neural
+            Machine Translation"). It does not feed the prediction.
+        head_keys: what the head's keys are: `"encoder"` (the encoder
+            states, as the decoder's attention), `"embedding"` (the source
+            piece embeddings, which name their own position only: Zenkel et
+            al. 2019, "Adding Interpretable Attention to Neural Translation
+            Models Improves Word Alignment") or `"both"` (concatenated).
+        head_context: a layer that reads the head's queries along the target
+            (`(batch, T, d)` with a mask -> `(batch, T, d')`, e.g. a
+            bidirectional LSTM), whose output is appended to each query, so a
+            row sees the pieces after its own too; None for none.
+    """
+
+    def __init__(self, embedding, attention: Attention, hidden_dim: int, num_layers: int,
+                 cell: str, output_dim: int, projection: OutputProjection,
+                 dropout: float = 0.0, alignment_head: Attention | None = None,
+                 head_keys: str = "encoder", head_context=None, **kwargs):
+        super().__init__(**kwargs)
+        if head_keys not in HEAD_KEYS:
+            raise ValueError(f"head_keys must be one of {HEAD_KEYS}. "
+                             f"Received: head_keys={head_keys!r}")
+        if head_context is not None and alignment_head is None:
+            raise ValueError("head_context needs an alignment_head. Received: "
+                             "alignment_head=None")
+        self.alignment_head = alignment_head
+        self.head_keys = head_keys
+        self.head_context = head_context
+        if cell not in _CELLS:
+            raise ValueError(f"cell must be one of {sorted(_CELLS)}. Received: cell={cell!r}")
+        self.embedding = embedding
+        self.attention = attention
+        self.hidden_dim = hidden_dim
+        self.num_layers = num_layers
+        self.cell_type = cell
+        self.output_dim = output_dim
+        self.projection = projection
+        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.rnn_layers = [
+            _CELLS[cell](hidden_dim, return_sequences=True, return_state=True,
+                         name=f"{cell}_{i}", dtype=self.dtype_policy)
+            for i in range(num_layers)
+        ]
+        self.states_per_layer = 2 if cell == "lstm" else 1
+        self.bridge = keras.layers.Dense(
+            hidden_dim * num_layers * self.states_per_layer, activation="tanh",
+            name="bridge", dtype=self.dtype_policy,
+        )
+
+    def get_config(self):
+        serialize = keras.saving.serialize_keras_object
+        return {
+            **super().get_config(),
+            "embedding": serialize(self.embedding),
+            "attention": serialize(self.attention),
+            "hidden_dim": self.hidden_dim,
+            "num_layers": self.num_layers,
+            "cell": self.cell_type,
+            "output_dim": self.output_dim,
+            "projection": serialize(self.projection),
+            "dropout": self.dropout.rate,
+            "alignment_head": (None if self.alignment_head is None
+                               else serialize(self.alignment_head)),
+            "head_keys": self.head_keys,
+            "head_context": (None if self.head_context is None
+                             else serialize(self.head_context)),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        deserialize = keras.saving.deserialize_keras_object
+        serialized_embedding = config["embedding"]
+        config["embedding"] = deserialize(serialized_embedding)
+        config["attention"] = deserialize(config["attention"])
+        for name in ("alignment_head", "head_context"):
+            if config.get(name) is not None:
+                config[name] = deserialize(config[name])
+        projection = config["projection"]
+        if projection["config"].get("tied_embedding") == serialized_embedding:
+            # Tied to this decoder's embedding when saved: tie it to the revived one, so
+            # there is again one matrix, not two copies.
+            tied = {**projection["config"], "tied_embedding": config["embedding"]}
+            projection = {**projection, "config": tied}
+        config["projection"] = deserialize(projection)
+        return cls(**config)
+
+    def build(self, *args, **kwargs):
+        # Sublayers build on first use: each RNN cell at its first step (its input
+        # size depends on the decoder kind), the others at their first call.
+        self.built = True
+
+    # --- memory and state --------------------------------------------------------
+
+    def prepare_memory(self, memory, mask, source_embedded=None) -> Memory:
+        """Projects the encoder outputs once for all decoding steps.
+
+        Args:
+            memory: encoder outputs `(batch, S, d_enc)`.
+            mask: bool `(batch, S)`.
+            source_embedded: the source piece embeddings `(batch, S, emb)`,
+                needed by a head whose keys include them.
+        """
+        if not self.attention.built:
+            # Keys are projected before the first query exists, so build explicitly.
+            self.attention.build((None, None, self.hidden_dim), memory.shape)
+        head = self.alignment_head
+        if head is None:
+            head_keys = memory[:, :, :0]
+        else:
+            keys = self._head_key_input(memory, source_embedded)
+            if not head.built:
+                head.build((None, None, self.head_query_dim), keys.shape)
+            head_keys = head.project_keys(keys)
+        return Memory(memory, self.attention.project_keys(memory), mask, head_keys)
+
+    def initial_state(self, memory: Memory) -> dict:
+        """RNN states from the mean encoder state: `{"rnn": ((batch, d), ...)}`."""
+        weights = tf.cast(memory.mask, memory.values.dtype)[:, :, None]  # (batch, S, 1)
+        mean = tf.reduce_sum(memory.values * weights, axis=1) / tf.maximum(
+            tf.reduce_sum(weights, axis=1), 1.0
+        )  # (batch, d_enc)
+        states = tf.split(self.bridge(mean), self.num_layers * self.states_per_layer, axis=-1)
+        return {"rnn": tuple(states)}
+
+    def _layer_states(self, flat_states, i):
+        n = self.states_per_layer
+        return list(flat_states[i * n:(i + 1) * n])
+
+    def _run_cells(self, x, flat_states, training, kernels=None):
+        """One step through the RNN stack -> (top output `(batch, d)`, new flat states)."""
+        new_states = []
+        for i, layer in enumerate(self.rnn_layers):
+            if i > 0:
+                x = self.dropout(x, training=training)
+            states = self._layer_states(flat_states, i)
+            if kernels is None:
+                x, states = layer.cell(x, states, training=training)
+            else:
+                x, states = step_kernels.cell_step(layer.cell, kernels.cells[i], x, states)
+            new_states.extend(states if isinstance(states, (list, tuple)) else [states])
+        return x, tuple(new_states)
+
+    def _dense(self, layer, x, kernels):
+        """`layer(x)`, or its product in the kernels' dtype."""
+        if kernels is None:
+            return layer(x)
+        return step_kernels.dense(layer, x, kernels.dense[layer.name])
+
+    def _step_dense_layers(self) -> list:
+        """The `Dense` layers a step applies (their kernels go into `cast_kernels`)."""
+        return []
+
+    def cast_kernels(self, dtype) -> step_kernels.StepKernels:
+        """The step's matrices cast to `dtype` once, for `step(..., kernels=...)`."""
+        return step_kernels.cast_kernels(
+            [layer.cell for layer in self.rnn_layers], self._step_dense_layers(),
+            self.projection, dtype)
+
+    def _attend(self, query, memory: Memory):
+        """Attention of step queries `(rows, d)` over `memory` of `batch` sentences.
+
+        `rows` may be a multiple of `batch`: beam search passes K queries per
+        sentence (rows b*K .. b*K+K-1 belong to sentence b) and one memory per
+        sentence, so the keys are read once per sentence instead of K copies.
+        """
+        rows = tf.shape(query)[0]
+        per_sentence = tf.reshape(query, [tf.shape(memory.mask)[0], -1, query.shape[-1]])
+        context, weights = self.attention(
+            per_sentence, memory.values, mask=memory.mask, projected_keys=memory.projected_keys
+        )  # (batch, K, dv), (batch, K, S)
+        return (tf.reshape(context, [rows, context.shape[-1]]),
+                tf.reshape(weights, [rows, tf.shape(weights)[-1]]))
+
+    def _top_hidden(self, flat_states):
+        return flat_states[(self.num_layers - 1) * self.states_per_layer]
+
+    # --- decoding ----------------------------------------------------------------
+
+    def step(self, previous_tokens, state: dict, memory: Memory, training=False,
+             kernels: step_kernels.StepKernels | None = None, return_query: bool = False):
+        """One decoding step.
+
+        Args:
+            previous_tokens: int `(rows,)`, the previous target token.
+            state: decoder state from `initial_state` or the previous step.
+            memory: from `prepare_memory`, for `batch` sentences; `rows` is
+                `batch` or, in beam search, `batch * K` (K rows per sentence).
+            kernels: from `cast_kernels(dtype)`, to run the matrix products in
+                that dtype (inference only); None uses the layers as they are.
+            return_query: also return h_t `(rows, hidden)`, the state that
+                predicts this step's piece (what the alignment head reads).
+
+        Returns:
+            `(logits (rows, V) float32, new_state, attention (rows, S) float32)`,
+            and h_t with `return_query`.
+        """
+        embedded = self.embedding(previous_tokens)  # (rows, emb)
+        output, state, weights, hidden = self._step_core(
+            embedded, state, memory, training, kernels)
+        if kernels is None:
+            logits = self.projection(output)
+        else:
+            logits = step_kernels.project(kernels, output)
+        return (logits, state, weights, hidden) if return_query else (logits, state, weights)
+
+    def _head_key_input(self, memory, source_embedded):
+        if self.head_keys == "encoder":
+            return memory
+        if source_embedded is None:
+            raise ValueError(f"an alignment head with head_keys={self.head_keys!r} needs the "
+                             "source embeddings: pass source_embedded to prepare_memory")
+        source_embedded = tf.cast(source_embedded, memory.dtype)
+        if self.head_keys == "embedding":
+            return source_embedded
+        return tf.concat([memory, source_embedded], axis=-1)
+
+    @property
+    def head_layers(self) -> list:
+        """The layers only the alignment head uses (what frozen-head training trains)."""
+        return [layer for layer in (self.alignment_head, self.head_context) if layer is not None]
+
+    @property
+    def head_query_dim(self) -> int:
+        """Width of the head's query: `[h_j; embedding(y_j)]`, plus the target context."""
+        width = self.hidden_dim + self.embedding.output_dim
+        if self.head_context is not None:
+            width += self.head_context.compute_output_shape((None, None, width))[-1]
+        return width
+
+    def head_weights(self, queries, target_out, memory: Memory):
+        """Alignment-head rows, float32, each summing to 1 over the source.
+
+        Args:
+            queries: `(batch, T, hidden)`, h_j for every target position (from
+                teacher forcing), or `(batch, N, T, hidden)`: the states search
+                kept for the pieces of N hypotheses per sentence.
+            target_out: int `(batch, T)` or `(batch, N, T)`, piece j of each row
+                (EOS, padding 0).
+            memory: for the `batch` sentences.
+
+        Returns:
+            `(batch, T, S)` or `(batch, N, T, S)`.
+        """
+        embedded = tf.cast(self.embedding(target_out), queries.dtype)  # (..., T, emb)
+        query = tf.concat([queries, embedded], -1)  # (..., T, hidden + emb)
+        # Search's stored states come back without a static width; the layers need it.
+        query = tf.ensure_shape(query, [None] * (query.shape.rank - 1)
+                                + [self.hidden_dim + self.embedding.output_dim])
+        if self.head_context is not None:
+            query = self._with_target_context(query, target_out)
+        batch = tf.shape(target_out)[0]
+        flat = tf.reshape(query, [batch, -1, query.shape[-1]])  # (batch, N*T, d)
+        weights = self.alignment_head.attention_weights(
+            flat, memory.values, mask=memory.mask, projected_keys=memory.head_keys,
+        )  # (batch, N*T, S)
+        return tf.reshape(weights, tf.concat([tf.shape(target_out), tf.shape(weights)[2:]], 0))
+
+    def _with_target_context(self, query, target_out):
+        """Appends the head context's reading of each hypothesis' queries, one
+        sequence per hypothesis (padding masked)."""
+        length, width = tf.shape(target_out)[-1], query.shape[-1]
+        rows = tf.reshape(query, [-1, length, width])  # (rows, T, d)
+        mask = tf.reshape(target_out > 0, [-1, length])  # (rows, T)
+        context = self.head_context(rows, mask=mask)  # (rows, T, d')
+        context = tf.reshape(context, tf.concat([tf.shape(query)[:-1], [context.shape[-1]]], 0))
+        return tf.concat([query, tf.cast(context, query.dtype)], -1)
+
+    def call(self, target_in, memory: Memory, training=False):
+        outputs, weights, _ = self.teacher_forced(target_in, memory, training)
+        return self.projection(outputs), weights  # (batch, T, V), (batch, T, S)
+
+    def teacher_forced(self, target_in, memory: Memory, training=False):
+        """Teacher forcing -> `(output vectors (batch, T, out), attention (batch, T, S),
+        queries h_j (batch, T, hidden))`, before the projection to the vocabulary."""
+        embedded = self.embedding(target_in)  # (batch, T, emb)
+        return self._teacher_forced_scan(embedded, memory, training)
+
+    def _teacher_forced_scan(self, embedded, memory: Memory, training):
+        """Runs `_step_core` over time with tf.scan -> outputs, attention, states."""
+        state = self.initial_state(memory)
+
+        def scan_step(carry, embedded_t):
+            state = carry[0]
+            output, state, weights, hidden = self._step_core(embedded_t, state, memory, training)
+            return state, output, weights, hidden
+
+        batch = tf.shape(embedded)[0]
+        seed = (
+            state,
+            tf.zeros([batch, self.output_dim], self.compute_dtype),
+            tf.zeros(tf.shape(memory.mask), tf.float32),
+            tf.zeros([batch, self.hidden_dim], self.compute_dtype),
+        )
+        time_major = tf.transpose(embedded, [1, 0, 2])  # (T, batch, emb)
+        _, outputs, weights, hidden = tf.scan(scan_step, time_major, initializer=seed)
+        return tuple(tf.transpose(t, [1, 0, 2]) for t in (outputs, weights, hidden))
+
+
+@keras.saving.register_keras_serializable(package="nmt")
+class LuongDecoder(AttentionDecoder):
+    """Luong et al. 2015 decoder: attend with the current state h_t.
+
+    h_t = RNN(y_{t-1} [; h~_{t-1}], h_{t-1}); c_t = attend(h_t, memory);
+    h~_t = tanh(W_c [c_t; h_t]) (Eq. 5); p(y_t) = softmax(W_s h~_t) (Eq. 6).
+    With `input_feeding`, h~_{t-1} is concatenated to the next input (Sec. 3.3).
+    Without it, the whole target sequence runs through the RNN in one call
+    and attention is a single batched matrix product, which trains fastest.
+    """
+
+    def __init__(self, *args, input_feeding: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.input_feeding = input_feeding
+        self.combine = keras.layers.Dense(
+            self.output_dim, activation="tanh", use_bias=False, name="combine",
+            dtype=self.dtype_policy,
+        )
+
+    def initial_state(self, memory):
+        state = super().initial_state(memory)
+        if self.input_feeding:
+            batch = tf.shape(memory.values)[0]
+            state["feed"] = tf.zeros([batch, self.output_dim], self.compute_dtype)
+        return state
+
+    def _attentional_output(self, hidden, memory, training, kernels=None):
+        if len(hidden.shape) == 2:  # one step
+            context, weights = self._attend(hidden, memory)
+        else:
+            context, weights = self.attention(
+                hidden, memory.values, mask=memory.mask, projected_keys=memory.projected_keys
+            )
+        output = self._dense(self.combine, tf.concat([context, hidden], axis=-1), kernels)  # h~_t
+        return self.dropout(output, training=training), output, weights
+
+    def _step_dense_layers(self):
+        return [self.combine]
+
+    def _step_core(self, embedded, state, memory, training, kernels=None):
+        x = self.dropout(embedded, training=training)
+        if self.input_feeding:
+            x = tf.concat([x, state["feed"]], axis=-1)  # (batch, emb + out)
+        hidden, rnn_states = self._run_cells(x, state["rnn"], training, kernels)
+        output, feed, weights = self._attentional_output(hidden, memory, training, kernels)
+        new_state = {"rnn": rnn_states}
+        if self.input_feeding:
+            new_state["feed"] = feed
+        return output, new_state, weights, hidden
+
+    def teacher_forced(self, target_in, memory: Memory, training=False):
+        embedded = self.embedding(target_in)  # (batch, T, emb)
+        if self.input_feeding:
+            return self._teacher_forced_scan(embedded, memory, training)
+        return self._whole_sequence(embedded, target_in, memory, training)
+
+    def _whole_sequence(self, embedded, target_in, memory, training):
+        states = self.initial_state(memory)["rnn"]
+        target_mask = tf.not_equal(target_in, 0)  # (batch, T)
+        x = self.dropout(embedded, training=training)
+        for i, layer in enumerate(self.rnn_layers):
+            if i > 0:
+                x = self.dropout(x, training=training)
+            result = layer(x, initial_state=self._layer_states(states, i), mask=target_mask,
+                           training=training)
+            x = result[0]  # (batch, T, hidden)
+        outputs, _, weights = self._attentional_output(x, memory, training)
+        return outputs, weights, x
+
+    def get_config(self):
+        return {**super().get_config(), "input_feeding": self.input_feeding}
+
+
+@keras.saving.register_keras_serializable(package="nmt")
+class BahdanauDecoder(AttentionDecoder):
+    """Bahdanau et al. 2015 decoder: attend with the previous state s_{i-1}.
+
+    c_i = attend(s_{i-1}, memory); s_i = RNN([y_{i-1}; c_i], s_{i-1});
+    deep output t_i = tanh(W_o [s_i; c_i; y_{i-1}]) (Appendix A.2.2, with tanh
+    in place of maxout); p(y_i) = softmax(W_s t_i).
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.deep_output = keras.layers.Dense(
+            self.output_dim, activation="tanh", name="deep_output", dtype=self.dtype_policy
+        )
+
+    def _step_dense_layers(self):
+        return [self.deep_output]
+
+    def _step_core(self, embedded, state, memory, training, kernels=None):
+        x = self.dropout(embedded, training=training)
+        query = self._top_hidden(state["rnn"])  # s_{i-1}, (batch, hidden)
+        context, weights = self._attend(query, memory)
+        hidden, rnn_states = self._run_cells(
+            tf.concat([x, context], -1), state["rnn"], training, kernels)
+        output = self._dense(
+            self.deep_output, tf.concat([hidden, context, x], axis=-1), kernels)  # (batch, out)
+        return self.dropout(output, training=training), {"rnn": rnn_states}, weights, hidden
