@@ -163,8 +163,8 @@ class Hypothesis:
             `nmt.inference.confidence`); None without pieces.
         word_scores: per whitespace word of `text`, the mean log-probability
             of its pieces, shape `(words,)`; None when the export returns no
-            piece log-probabilities (searched translations, see
-            `nmt.inference.confidence`).
+            piece log-probabilities (translations from exports made before
+            the search kept them, see `nmt.inference.confidence`).
         piece_scores: per target piece, its log-probability given the source
             and the pieces before it, shape `(T,)`; None as `word_scores`.
     """

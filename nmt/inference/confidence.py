@@ -19,13 +19,18 @@ Where they come from:
 - forced alignment (`Translator.align`): the export's `align` signature
   returns every piece's log-probability (`piece_scores`) and the word means
   (`word_scores`), and `scores` holds log P(y | x);
-- translations: the search ranks hypotheses by the normalised score
-  s = log P(y | x) / lp(T) + cp(x; y) (`nmt.inference.search`), so log P(y | x) =
-  (s - cp) * lp(T) is recovered exactly from the returned score, the
-  decoding options and, for the coverage penalty, the decoder's attention
-  rows. Piece and word scores of a searched translation need the search to
-  keep each chosen piece's log-probability; the translate signatures do not
-  return them (they are None), unless an export adds `piece_scores` to them.
+- translations: the search keeps each chosen piece's log-probability
+  (`nmt.inference.search`), and the translate signatures return them and the
+  word means under the same names. They are the search's: normalised over the
+  ids it may choose (never PAD or BOS; with a shortlist, the sentence's
+  list), where forced alignment normalises over the whole vocabulary; for a
+  trained model, which gives PAD and BOS almost no probability (they are
+  never a label), the two agree closely.
+  Exports from before this return none (they are None); the search ranks by
+  the normalised score s = log P(y | x) / lp(T) + cp(x; y), so their
+  log P(y | x) = (s - cp) * lp(T) is recovered exactly from the returned
+  score, the decoding options and, for the coverage penalty, the decoder's
+  attention rows (`total_log_prob`).
 """
 
 from __future__ import annotations

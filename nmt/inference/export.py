@@ -238,7 +238,10 @@ class TranslationModule(tf.Module):
         return tf.where(in_target, rows, 0.0)
 
     def _translate(self, sentences, options, matmul_dtype=None):
-        """All outputs with an n-best axis N: `(batch, N, ...)`."""
+        """All outputs with an n-best axis N: `(batch, N, ...)`. `piece_scores` and
+        `word_scores` are as `align`'s, the pieces' log-probabilities being the search's:
+        over the ids it may choose (PAD and BOS never; with a shortlist, the sentence's
+        list), where `align` normalises over the whole vocabulary."""
         source = self._encode_sources(sentences)  # (batch, S)
         result, head = self._search(source, options, matmul_dtype)
         batch, n_best = tf.shape(result.tokens)[0], tf.shape(result.tokens)[1]
@@ -250,7 +253,7 @@ class TranslationModule(tf.Module):
             self.source_tokenizer, self.target_tokenizer, sources,
             tf.repeat(source, n_best, axis=0), tokens, lengths, flat(head),
             options["replace_unknown"], attention=flat(result.attention),
-            link_rule=self.link_rule,
+            link_rule=self.link_rule, piece_log_probs=flat(result.piece_log_probs),
         )
         unflat = lambda t: tf.reshape(t, tf.concat([[batch, n_best], tf.shape(t)[1:]], 0))  # noqa: E731
         out = {key: unflat(value) for key, value in out.items()}

@@ -36,6 +36,17 @@ are written to a TensorArray, and every hypothesis carries, for each of its
 steps, the index of the beam whose row it produced. Only these small int
 histories are reordered per step; the attention itself is gathered once.
 
+Each piece's log-probability (`SearchResult.piece_log_probs`) is recovered the
+same way: every step writes the log-probability of each alive beam so far
+(the prefix its expansions extend), and after the loop a hypothesis' prefixes
+are read through its beam history and differenced, the last against its
+total. A float history per beam, reordered like the tokens, would add a
+`(rows, T)` gather and write to every step (and to every merge of finished
+hypotheses); the prefixes cost one `(rows,)` write a step. The values are the
+step function's log-probabilities, to float32 rounding of the running sums
+(the EOS forbidden at the first step is never a chosen piece, so that mask
+changes none of them).
+
 With `step_queries=True` the step function returns a fourth value, a vector
 per row `(rows, D)` (the decoder state that predicted the row's next piece,
 which an alignment head reads), carried exactly like the attention rows:
@@ -83,6 +94,10 @@ class SearchResult(NamedTuple):
             cut at its sentence's `max_lengths` has that length.
         scores: float32 `(batch, n_best)`, the normalised score s(Y, X).
         log_probs: float32 `(batch, n_best)`, the raw sum of log-probabilities.
+        piece_log_probs: float32 `(batch, n_best, T)`, the log-probability of
+            every piece (EOS included) given the source and the pieces before
+            it, as the step function gave it; they sum to `log_probs`; 0
+            beyond the hypothesis' length.
         attention: float32 `(batch, n_best, T, S)`, the attention row of every
             step of the hypothesis; 0 beyond its length and at padding
             source positions.
@@ -94,6 +109,7 @@ class SearchResult(NamedTuple):
     lengths: tf.Tensor
     scores: tf.Tensor
     log_probs: tf.Tensor
+    piece_log_probs: tf.Tensor
     attention: tf.Tensor
     queries: tf.Tensor | None = None
 
@@ -133,6 +149,8 @@ class _Beams(NamedTuple):
     finished_lengths: tf.Tensor  # (A, K)
     results: dict  # the finished_* fields of all B sentences, filled as sentences leave
     attention: tf.TensorArray  # T x (B*K, S), zero rows for sentences that left
+    # Each alive beam's log-probability before the step, T x (B*K, 1), laid out as attention.
+    prefix_log_probs: tf.TensorArray
     # Step vectors of the searched rows only, T x (A*K, D), and where each sentence's
     # rows were, T x (B,) (-1 once it left); () without step queries.
     queries: tuple
@@ -302,6 +320,7 @@ def _initial_beams(
                  "finished_scores": empty, "finished_log_probs": empty,
                  "finished_lengths": tf.zeros([batch_size, k], tf.int32)},
         attention=tf.TensorArray(tf.float32, size=0, dynamic_size=True),
+        prefix_log_probs=tf.TensorArray(tf.float32, size=0, dynamic_size=True),
         queries=(tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False,
                                 element_shape=tf.TensorShape([None, None])),
                  tf.TensorArray(tf.int32, size=0, dynamic_size=True)) if step_queries else (),
@@ -469,6 +488,8 @@ def _search_step(step_fn: StepFn, cfg: _Config, beams: _Beams) -> _Beams:
         alive_rows=gather_beams(cands.rows, keep),
         coverage=tf.gather(coverage, parents),
         attention=beams.attention.write(beams.step, tf.scatter_nd(rows, attention, all_rows)),
+        prefix_log_probs=beams.prefix_log_probs.write(beams.step, tf.scatter_nd(
+            rows, tf.reshape(beams.alive_log_probs, [-1, 1]), [all_rows[0], 1])),
         model_state=tf.nest.map_structure(lambda s: tf.gather(s, parents), model_state),
         **finished,
     )
@@ -489,10 +510,11 @@ def _shape_invariants(beams: _Beams) -> _Beams:
     fields = {
         name: relaxed(value)
         for name, value in beams._asdict().items()
-        if name not in ("step", "attention", "queries", "model_state", "context", "results")
+        if name not in ("step", "attention", "prefix_log_probs", "queries", "model_state",
+                        "context", "results")
     }
     return _Beams(
-        step=tf.TensorShape([]), attention=None,
+        step=tf.TensorShape([]), attention=None, prefix_log_probs=None,
         queries=(None, None) if beams.queries else (),
         results={name: relaxed(value) for name, value in beams.results.items()},
         model_state=tf.nest.map_structure(batch_relaxed, beams.model_state),
@@ -525,15 +547,30 @@ def _finalize(beams: _Beams, n_best: tf.Tensor, source_lengths: tf.Tensor) -> Se
     lengths = tf.where(valid, beams.finished_lengths[:, :n_best], 0)  # (B, N)
     in_target = tf.sequence_mask(lengths, steps)  # (B, N, T)
     in_source = tf.sequence_mask(source_lengths, width)[:, None, None, :]  # (B, 1, 1, S)
+    log_probs = tf.where(valid, beams.finished_log_probs[:, :n_best], _NEG_INF)  # (B, N)
+    prefixes = per_hypothesis(beams.prefix_log_probs)[..., 0]  # (B, N, T)
     return SearchResult(
         tokens=tf.where(in_target, beams.finished_tokens[:, :n_best, :steps], 0),
         lengths=lengths,
         scores=scores,
-        log_probs=tf.where(valid, beams.finished_log_probs[:, :n_best], _NEG_INF),
+        log_probs=log_probs,
+        piece_log_probs=_piece_log_probs(prefixes, log_probs, lengths, in_target),
         attention=tf.where(in_target[..., None] & in_source, attention, 0.0),
         queries=(tf.where(in_target[..., None], _hypothesis_queries(beams, n_best), 0.0)
                  if beams.queries else None),
     )
+
+
+def _piece_log_probs(prefixes: tf.Tensor, totals: tf.Tensor, lengths: tf.Tensor,
+                     in_target: tf.Tensor) -> tf.Tensor:
+    """Each piece's log-probability `(B, N, T)` from the log-probability of the
+    prefix before it `(B, N, T)` and the hypothesis' total `(B, N)`."""
+    # Beyond its length a hypothesis' prefixes are other beams' (or -inf): not differenced.
+    prefixes = tf.where(in_target, prefixes, 0.0)
+    after = tf.concat([prefixes[:, :, 1:], tf.zeros_like(prefixes[:, :, :1])], axis=2)
+    is_last = tf.equal(tf.range(tf.shape(prefixes)[2]), lengths[:, :, None] - 1)  # (B, N, T)
+    after = tf.where(is_last, totals[:, :, None], after)  # the prefix that each piece ends
+    return tf.where(in_target, after - prefixes, 0.0)
 
 
 def _hypothesis_queries(beams: _Beams, n_best: tf.Tensor) -> tf.Tensor:

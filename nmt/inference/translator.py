@@ -165,6 +165,9 @@ class Translator:
 
         Returns:
             One `Translation` per sentence, in order (an empty list for no input).
+            Each hypothesis has `piece_scores` and `word_scores`, the searched
+            pieces' log-probabilities and the words' means (None from exports
+            whose translations do not return them), and `confidence`.
 
         Raises:
             TypeError: `sentences` is a single string, or holds a non-string
@@ -277,7 +280,8 @@ class Translator:
 def _scores(out: dict, at: tuple[int, int], length: int, source_length: int, words: int,
             options: DecodeOptions | None) -> dict:
     """`confidence`, `word_scores` and `piece_scores` of hypothesis `at`
-    (`nmt.inference.confidence`).
+    (`nmt.inference.confidence`): the confidence is the pieces' mean, recovered
+    from a searched hypothesis' score where the export returns no pieces.
 
     Args:
         out: the signature's outputs, `(batch, N, ...)`.
@@ -287,16 +291,18 @@ def _scores(out: dict, at: tuple[int, int], length: int, source_length: int, wor
         options: the decoding options of a searched hypothesis; None for
             forced alignment (`scores` are then total log-probabilities).
     """
-    score = float(out["scores"][at])
-    if options is None:
-        total = score
-    else:
-        rows = out.get("attention", out["alignments"])[at][:length, :source_length]  # (T, S)
-        total = confidence.total_log_prob(score, length, options.length_penalty,
-                                          options.coverage_penalty, rows)
-    found = {"confidence": confidence.sentence_confidence(total, length)}
+    found = {}
     if "piece_scores" in out:
         found["piece_scores"] = np.asarray(out["piece_scores"][at][:length])
     if "word_scores" in out:
         found["word_scores"] = np.asarray(out["word_scores"][at][:words])
-    return found
+    score = float(out["scores"][at])
+    if options is None:
+        total = score
+    elif "piece_scores" in found:
+        total = float(found["piece_scores"].sum(dtype=np.float64))
+    else:  # an export whose translations return no piece log-probabilities
+        rows = out.get("attention", out["alignments"])[at][:length, :source_length]  # (T, S)
+        total = confidence.total_log_prob(score, length, options.length_penalty,
+                                          options.coverage_penalty, rows)
+    return {"confidence": confidence.sentence_confidence(total, length), **found}

@@ -167,6 +167,9 @@ def test_job_with_the_tiny_model(tmp_path, tiny_model_dir, tiny_pairs):
         np.testing.assert_allclose(matrix.sum(axis=1), 1.0, atol=1e-3)
         # An untrained model may legitimately translate to "" (EOS first).
         assert isinstance(record["score"], float) and isinstance(record["translation"], str)
+        # Each word's mean piece log-probability, from the search, as Align records have.
+        assert len(record["word_scores"]) == len(record["translation"].split())
+        assert all(score <= 0 for score in record["word_scores"])
 
 
 DOCUMENTS = [

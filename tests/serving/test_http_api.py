@@ -97,7 +97,8 @@ def test_translate_answers_the_json_mapping_of_the_grpc_answer(server, stub):
     best = answer.json["translations"][0]["hypotheses"][0]
     assert set(best) == {"text", "targetTokens", "score", "alignment", "wordAlignment",
                          "attention", "confidence", "wordScores", "pieceScores"}
-    assert best["confidence"] < 0 and best["wordScores"] == []  # none from the search yet
+    assert best["confidence"] < 0 and len(best["pieceScores"]) == len(best["targetTokens"])
+    assert len(best["wordScores"]) == len(best["text"].split())
     assert len(best["alignment"]) == len(best["targetTokens"])
     assert best["attention"] == []  # only with "withAttention": true
     assert answer.json["modelVersion"] == "1"  # int64: a string in proto3 JSON

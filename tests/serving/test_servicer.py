@@ -82,7 +82,9 @@ def test_translate_matches_the_translator(server, client):
         assert got.alignment.shape == want.alignment.shape
         np.testing.assert_allclose(got.alignment, want.alignment, rtol=1e-6)
         assert got.confidence == pytest.approx(want.confidence, rel=1e-6)
-        assert got.best.word_scores is None  # the search keeps no piece log-probabilities
+        np.testing.assert_allclose(got.best.word_scores, want.best.word_scores, rtol=1e-6)
+        np.testing.assert_allclose(got.best.piece_scores, want.best.piece_scores, rtol=1e-6)
+        assert len(got.best.piece_scores) == len(got.target_tokens)
 
 
 def test_response_fields(stub):
@@ -555,6 +557,8 @@ def test_documents_are_their_sentences_translated_and_joined(server, client, doc
             assert sentence.result.source == expected.result.source  # as the model read it
             assert sentence.result.target_tokens == expected.result.target_tokens
             assert sentence.result.word_alignment == expected.result.word_alignment
+            np.testing.assert_allclose(sentence.result.best.piece_scores,  # each sentence's
+                                       expected.result.best.piece_scores, rtol=1e-6)
     assert served[0].sentences and not served[-1].sentences  # blank or no word: none
 
 

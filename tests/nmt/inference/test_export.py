@@ -13,7 +13,8 @@ from conftest import REPO_ROOT, make_tiny_module
 from tensorflow.core.protobuf import saved_model_pb2
 
 from nmt.constants import MAX_SENTENCE_TOKENS
-from nmt.data.tokenizer import EOS_ID, PAD_ID
+from nmt.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from nmt.inference.confidence import total_log_prob
 from nmt.inference.export import (
     DEFAULT_OPTIONS,
     TranslationModule,
@@ -249,6 +250,8 @@ def test_signatures_match_the_design_contract(exports):
         "attention": ("float32", [-1, -1, -1]), "word_attention": ("float32", [-1, -1, -1]),
         "scores": ("float32", [-1]), "word_alignments": ("string", [-1]),
         "source_lengths": ("int32", [-1]), "target_lengths": ("int32", [-1]),
+        # Each piece's log-probability and each target word's mean, searched or forced.
+        "piece_scores": ("float32", [-1, -1]), "word_scores": ("float32", [-1, -1]),
     }
     with_n_best = {name: (dtype, [-1, *shape]) for name, (dtype, shape) in outputs.items()}
     options = {name: (dtype.name, []) for name, dtype in OPTION_DTYPES.items()}
@@ -262,9 +265,7 @@ def test_signatures_match_the_design_contract(exports):
     assert spec(signatures["align"].inputs) == {
         "sources": ("string", [-1]), "targets": ("string", [-1])
     }
-    # Forced decoding also gives each piece's log-probability and each target word's mean.
-    assert spec(signatures["align"].outputs) == {
-        **outputs, "piece_scores": ("float32", [-1, -1]), "word_scores": ("float32", [-1, -1])}
+    assert spec(signatures["align"].outputs) == outputs
 
 
 def test_graph_uses_only_core_and_tf_text_ops(exports, clean_run):
@@ -447,6 +448,75 @@ def test_an_export_carries_both_paths_by_default(exports, bfloat16_export, tmp_p
     bf16, f32 = (loaded["both"].signatures[name](sentences=sentences)["scores"].numpy()
                  for name in ("serving_bfloat16", "serving_default"))
     assert not np.array_equal(bf16, f32)  # two paths, not one twice
+
+
+# ------------------------------------------------------------------------------ piece scores
+
+
+@pytest.fixture(scope="module")
+def massless_specials(tiny_tokenizers, tmp_path_factory) -> tuple[TranslationModule, Path]:
+    """The tiny model with PAD and BOS given no probability, as a trained model gives them
+    (they are never a label), and its export. The search never picks them and normalises
+    without them; forced decoding normalises over the whole vocabulary: only then do an
+    untrained model's two piece scores agree."""
+    module = make_tiny_module(tiny_tokenizers, alignment_head="general",
+                              alignment_head_keys="both")
+    bias = module.model.decoder.projection.bias
+    bias.assign(tf.tensor_scatter_nd_update(bias, [[PAD_ID], [BOS_ID]], [-40.0, -40.0]))
+    return module, export_saved_model(module, tmp_path_factory.mktemp("massless") / "tiny", 1)
+
+
+def forced_piece_log_probs(module, sentence: str, pieces: list[bytes]) -> np.ndarray:
+    """Each piece's log-probability by forced decoding of the pieces themselves (the
+    computation of `align`, on ids rather than on a text)."""
+    target = module.target_tokenizer
+    vocab = target.id_to_piece(tf.range(target.vocab_size)).numpy().tolist()
+    ids = [EOS_ID if piece == b"</s>" else vocab.index(piece) for piece in pieces]
+    source = module._encode_sources(tf.constant([sentence]))
+    out = module.model.forward(source, tf.constant([[BOS_ID, *ids[:-1]]]), tf.constant([ids]))
+    log_probs = tf.nn.log_softmax(out["logits"][0]).numpy()  # (T, V)
+    return log_probs[np.arange(len(ids)), ids]
+
+
+def test_translations_score_their_pieces_as_forced_decoding_does(massless_specials):
+    # Every hypothesis of an n-best 3 search: its piece scores are those the align
+    # signature gives its text (when the text tokenizes back into the searched pieces;
+    # an untrained model's often does not) or forced decoding gives its pieces, and they
+    # sum to its log-probability, recovered from its normalised score.
+    module, version = massless_specials
+    loaded = tf.saved_model.load(str(version))
+    sentences = ["I love you.", "hello", "the cat is black .", "Où est la gare ?"]
+    n_best = 3
+    options = {**{k: tf.constant(v, OPTION_DTYPES[k]) for k, v in OPTIONS.items()},
+               "n_best": tf.constant(n_best)}
+    out = {key: value.numpy() for key, value in loaded.signatures["translate_with_options"](
+        sentences=tf.constant(sentences), **options).items()}
+    texts = out["translations"].reshape(-1)
+    forced = {key: value.numpy() for key, value in loaded.signatures["align"](
+        sources=tf.constant(np.repeat(sentences, n_best)), targets=tf.constant(texts)).items()}
+    round_trips = 0
+    for k, (i, n) in enumerate(np.ndindex(len(sentences), n_best)):
+        length, source_length = out["target_lengths"][i, n], out["source_lengths"][i, n]
+        pieces, tokens = out["piece_scores"][i, n], out["target_tokens"][i, n, :length].tolist()
+        where = f"sentence {i} rank {n}: {texts[k]!r}"
+        assert length > 0 and not pieces[length:].any(), where
+        if forced["target_tokens"][k, :length].tolist() == tokens:  # EOS forced if cut
+            round_trips += 1
+            np.testing.assert_allclose(pieces[:length], forced["piece_scores"][k, :length],
+                                       atol=2e-5, err_msg=where)
+            words = len(texts[k].split())
+            np.testing.assert_allclose(out["word_scores"][i, n, :words],
+                                       forced["word_scores"][k, :words], atol=2e-5,
+                                       err_msg=where)
+        else:
+            np.testing.assert_allclose(
+                pieces[:length], forced_piece_log_probs(module, sentences[i], tokens),
+                atol=2e-5, err_msg=where)
+        total = total_log_prob(out["scores"][i, n], length, OPTIONS["length_penalty"],
+                               OPTIONS["coverage_penalty"],
+                               out["attention"][i, n, :length, :source_length])
+        assert pieces.sum() == pytest.approx(total, rel=1e-4), where
+    assert round_trips >= 2, "too few texts tokenize back into their pieces: other sentences"
 
 
 # ------------------------------------------------------------------------------ shortlists

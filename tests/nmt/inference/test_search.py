@@ -207,6 +207,25 @@ def exhaustive(model, start, max_length, eos, bos, source_length, alpha, beta):
     return sorted(hyps, key=lambda h: -h[0])
 
 
+def assert_piece_log_probs_follow_the_paths(result, model, starts, bos):
+    """Every hypothesis' piece log-probs are the model's along its own path (NumPy),
+    sum to its log-prob and are 0 beyond its length."""
+    pieces = result.piece_log_probs.numpy()
+    assert pieces.dtype == np.float32 and pieces.shape == result.tokens.shape
+    for b, n in np.ndindex(*result.lengths.shape):
+        length = int(result.lengths[b, n])
+        seq = tuple(result.tokens[b, n, :length].numpy())
+        where = f"sentence {b} rank {n}, tokens {seq}"
+        if length:
+            lps, _ = model.rows(starts[b], seq, bos)
+            expected = lps[np.arange(length), list(seq)]
+            np.testing.assert_allclose(pieces[b, n, :length], expected, rtol=1e-5, atol=1e-5,
+                                       err_msg=where)
+            np.testing.assert_allclose(pieces[b, n].sum(), result.log_probs[b, n], rtol=1e-5,
+                                       atol=1e-5, err_msg=where)
+        assert not pieces[b, n, length:].any(), f"{where}: pieces after the end must be 0"
+
+
 def run_hash(model, starts, beam_size, max_lengths, source_lengths, bos, eos, **kwargs):
     return beam_search(
         model.step_fn,
@@ -247,6 +266,7 @@ def test_wide_beam_agrees_with_exhaustive_search(alpha, beta):
             np.testing.assert_allclose(result.log_probs[b, n], log_prob, rtol=1e-5, atol=1e-5)
     assert np.all(np.diff(result.scores.numpy(), axis=1) <= 0), "n-best must be sorted"
     assert not np.any(result.attention[0, :, :, 2:]), "padding source positions must be 0"
+    assert_piece_log_probs_follow_the_paths(result, model, starts, bos)
 
 
 def numpy_greedy(model, start, max_length, bos, eos):
@@ -269,6 +289,20 @@ def test_beam_size_one_is_the_argmax_path():
         got = tuple(result.tokens[b, 0, : result.lengths[b, 0]].numpy())
         assert got == expected, f"sentence {b}: got {got}, argmax path {expected}"
         assert not np.any(result.tokens[b, 0, len(expected) :]), "padding must be 0"
+    assert_piece_log_probs_follow_the_paths(result, model, starts, bos=6)
+
+
+@pytest.mark.parametrize("beam_size,n_best", [(3, 1), (3, 3), (5, 4)])
+def test_piece_log_probs_follow_each_hypothesis_as_sentences_leave(beam_size, n_best):
+    # EOS (id 0) is likely enough that hypotheses end at many different steps, and the
+    # length limits make sentences leave the batch at steps 1, 2, 6 and 9; beams get
+    # reordered, so a piece log-prob kept for the wrong beam differs from the path's.
+    model = HashModel(vocab=6, width=3, seed=5)
+    starts, max_lengths = [0, 11, 23, 42], [2, 9, 1, 6]
+    result = run_hash(model, starts, beam_size, max_lengths, [3, 3, 3, 3], bos=6, eos=0,
+                      n_best=n_best, length_penalty=0.6)
+    assert set(result.lengths.numpy().ravel()) >= {1, 2}, "hypotheses of several lengths"
+    assert_piece_log_probs_follow_the_paths(result, model, starts, bos=6)
 
 
 def test_attention_follows_the_back_pointers():
@@ -337,6 +371,9 @@ def test_sentences_searched_together_equal_sentences_searched_alone():
             for name in ("lengths", "scores", "log_probs"):
                 np.testing.assert_allclose(getattr(together, name)[b], getattr(alone, name)[0],
                                            rtol=1e-6, err_msg=f"{name} of sentence {b}")
+            np.testing.assert_allclose(together.piece_log_probs[b, :, :steps],
+                                       alone.piece_log_probs[0], rtol=1e-6)
+            assert not np.any(together.piece_log_probs[b, :, steps:])
             np.testing.assert_array_equal(together.tokens[b, :, :steps], alone.tokens[0])
             np.testing.assert_allclose(together.attention[b, :, :steps], alone.attention[0],
                                        rtol=1e-6)

@@ -258,7 +258,7 @@ def _teacher_forced_log_probs(module, source_tokens, target_tokens, banned=()):
 
 
 @pytest.mark.parametrize("coverage_penalty", [0.0, 0.4])
-def test_translation_confidence_is_the_searched_pieces_mean_log_probability(
+def test_translations_carry_their_searched_pieces_and_words_log_probabilities(
         translator, exported_module, coverage_penalty):
     from nmt.data.tokenizer import PAD_ID
 
@@ -267,6 +267,36 @@ def test_translation_confidence_is_the_searched_pieces_mean_log_probability(
     for result in results:
         for hypothesis in result.nbest:
             expected = _teacher_forced_log_probs(  # the search never picks PAD or BOS
+                exported_module, [result.source], hypothesis.target_tokens, (PAD_ID, BOS_ID))
+            np.testing.assert_allclose(hypothesis.piece_scores, expected, rtol=1e-4, atol=1e-5)
+            assert hypothesis.confidence == pytest.approx(expected.mean(), rel=1e-4)
+            assert len(hypothesis.word_scores) == len(hypothesis.text.split())
+            np.testing.assert_allclose(
+                hypothesis.word_scores,
+                _word_means(hypothesis.target_tokens, hypothesis.piece_scores, hypothesis.text),
+                rtol=1e-5)
+
+
+@pytest.mark.parametrize("coverage_penalty", [0.0, 0.4])
+def test_an_export_whose_translations_lack_piece_scores_still_gives_confidence(
+        tiny_model_dir, exported_module, monkeypatch, coverage_penalty):
+    # Exports from before the search kept piece log-probabilities: the confidence is
+    # recovered from the normalised score, word and piece scores are None.
+    from nmt.data.tokenizer import PAD_ID
+
+    older = Translator.load(tiny_model_dir)
+    signature = older._translate
+
+    def without_piece_scores(**inputs):
+        return {key: value for key, value in signature(**inputs).items()
+                if key not in ("piece_scores", "word_scores")}
+
+    monkeypatch.setattr(older, "_translate", without_piece_scores)
+    results = older.translate(SENTENCES, beam_size=3, n_best=2, length_penalty=1.0,
+                              coverage_penalty=coverage_penalty)
+    for result in results:
+        for hypothesis in result.nbest:
+            expected = _teacher_forced_log_probs(
                 exported_module, [result.source], hypothesis.target_tokens, (PAD_ID, BOS_ID))
             assert hypothesis.confidence == pytest.approx(expected.mean(), rel=1e-4)
             assert hypothesis.word_scores is None and hypothesis.piece_scores is None
