@@ -416,6 +416,9 @@ class AttentionDecoder(keras.layers.Layer):
         Returns:
             `(batch, T, S)` or `(batch, N, T, S)`.
         """
+        # Search keeps its states in float32; under a mixed policy the layers compute in
+        # bfloat16 (a training run's dev evaluation). No-op under float32.
+        queries = tf.cast(queries, self.compute_dtype)
         embedded = tf.cast(self.embedding(target_out), queries.dtype)  # (..., T, emb)
         query = tf.concat([queries, embedded], -1)  # (..., T, hidden + emb)
         # Search's stored states come back without a static width; the layers need it.
@@ -428,7 +431,8 @@ class AttentionDecoder(keras.layers.Layer):
         weights = self.alignment_head.attention_weights(
             flat, memory.values, mask=memory.mask, projected_keys=memory.head_keys,
         )  # (batch, N*T, S)
-        return tf.reshape(weights, tf.concat([tf.shape(target_out), tf.shape(weights)[2:]], 0))
+        weights = tf.reshape(weights, tf.concat([tf.shape(target_out), tf.shape(weights)[2:]], 0))
+        return tf.cast(weights, tf.float32)
 
     def _with_target_context(self, query, target_out):
         """Appends the head context's reading of each hypothesis' queries, one

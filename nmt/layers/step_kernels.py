@@ -150,7 +150,14 @@ def cell_step(cell, kernels: tuple, x: tf.Tensor, states: list) -> tuple[tf.Tens
         `(output, new_states)` as the cell's own `call` returns them.
     """
     kernel, recurrent_kernel = kernels
-    return recurrent_step(cell, recurrent_kernel, input_projection(cell, kernel, x), states)
+    # The step computes in float32; a model under a mixed policy (a training run's dev
+    # evaluation) holds its states in bfloat16, and the search's loop needs them back in
+    # the dtype they came in. Under float32 the casts are no-ops (exports are unchanged).
+    states = list(states) if isinstance(states, (list, tuple)) else [states]
+    dtype = states[0].dtype
+    output, new_states = recurrent_step(cell, recurrent_kernel, input_projection(cell, kernel, x),
+                                        [tf.cast(state, tf.float32) for state in states])
+    return tf.cast(output, dtype), [tf.cast(state, dtype) for state in new_states]
 
 
 def encode(encoder, source: tf.Tensor, dtype: tf.DType) -> tuple[tf.Tensor, tf.Tensor]:

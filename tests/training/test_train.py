@@ -204,3 +204,25 @@ def test_run_directory_keeps_the_effective_config(tmp_path):
     saved = load_config(run_dir / "config.yaml")
     assert saved.model["hidden_dim"] == 12
     assert Path(saved.data.train).is_absolute()
+
+
+@pytest.mark.parametrize("model", [{}, {"alignment_head": "general", "alignment_head_context": 8}])
+def test_a_mixed_bfloat16_run_evaluates_on_dev(tmp_path, model):
+    """Under the mixed_bfloat16 policy the model's states come in bfloat16 while the
+    search's step kernels compute in float32: the dev evaluation (greedy search through
+    the export module) must still run, with and without an alignment head."""
+    import keras
+
+    path = write_config(tmp_path, max_steps=4, precision="mixed_bfloat16")
+    raw = yaml.safe_load(path.read_text())
+    raw["model"].update(model)
+    if model:
+        raw["alignment_head"] = {"train": "joint"}
+    path.write_text(yaml.safe_dump(raw))
+    try:
+        run_dir = train_module.run(path, tmp_path / "run")
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    history = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    assert [h["step"] for h in history] == [4]
+    assert 0.0 <= history[0]["bleu"] <= 100.0
