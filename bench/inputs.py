@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 from pathlib import Path
 
+from nmt.options import DEFAULT_MODEL_DIR
 from nmt.paths import DATA_DIR_ENV, data_dir
 from training.machine import cpu_model
 
@@ -30,3 +32,12 @@ def read_sentences(path: Path) -> list[str]:
 def machine() -> str:
     return (f"{cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
             f"{platform.system()}")
+
+
+def add_model_and_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--model` (an export) and `--data` (the shared data directory), as the benchmarks
+    over the shared data sets take them."""
+    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR,
+                        help="exported model (base directory: its highest version)")
+    parser.add_argument("--data", type=Path, default=data_dir(),
+                        help="the shared data directory (NMT_DATA_DIR)")

@@ -12,7 +12,7 @@ scored against the French line with its tags stripped:
 Printed per set: both BLEU scores (sacrebleu, 13a) and their difference, the
 lines whose sentences reached the model differently (tags that changed what
 the model read), the lines whose translations differ, and malformed outputs
-(never expected: `nmt.markup` keeps every tag).
+(never expected: `nmt.documents.markup` keeps every tag).
 
     python bench/markup_bleu.py [--model models/en-fr] [--data ../shared/data]
         [--sets glossary eurlex] [--limit N] [--batch-size 64]
@@ -31,11 +31,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.inputs import add_model_and_data_arguments, machine  # noqa: E402
 from nmt.documents.markup import MarkupError, _parse, plan_document  # noqa: E402
 from nmt.documents.sentences import join_documents, sentences_of  # noqa: E402
 from nmt.evaluation.metrics import corpus_scores  # noqa: E402
-from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
-from nmt.paths import data_dir  # noqa: E402
 
 SETS = ("glossary", "eurlex")
 
@@ -44,7 +43,7 @@ def strip_tags(text: str, format: str = "xml") -> str:
     """The text of a marked-up line without its tags (entities decoded, spaces collapsed).
 
     Raises:
-        nmt.markup.MarkupError: the line is not well-formed.
+        nmt.documents.markup.MarkupError: the line is not well-formed.
     """
     plain = "".join(item.plain for item in _parse(text, format) if item.kind == "text")
     return " ".join(plain.split())
@@ -84,7 +83,7 @@ def compare(pairs: Sequence[tuple[str, str]], translate: Callable[[list[str]], S
         batch_size: documents per `translate` call.
 
     Returns:
-        `tagged` and `plain` (`nmt.evaluation.Scores`), `lines`, `malformed`
+        `tagged` and `plain` (`nmt.evaluation.metrics.Scores`), `lines`, `malformed`
         (tagged outputs that are not well-formed), `inputs_differ` (lines whose
         sentences reached the model differently) and `outputs_differ`.
     """
@@ -115,16 +114,12 @@ def compare(pairs: Sequence[tuple[str, str]], translate: Callable[[list[str]], S
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR,
-                        help="exported model (base directory: its highest version)")
-    parser.add_argument("--data", type=Path, default=data_dir(),
-                        help="the shared data directory (NMT_DATA_DIR)")
+    add_model_and_data_arguments(parser)
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS)
     parser.add_argument("--limit", type=int, default=0, help="first N lines of each set")
     parser.add_argument("--batch-size", type=int, default=64, help="documents per model call")
     args = parser.parse_args(argv)
 
-    from bench.inputs import machine
     from nmt.inference.translator import Translator
 
     translator = Translator.load(args.model)

@@ -41,10 +41,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.inputs import add_model_and_data_arguments, machine  # noqa: E402
 from nmt.documents.sentences import translate_documents  # noqa: E402
 from nmt.evaluation.metrics import corpus_scores  # noqa: E402
-from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
-from nmt.paths import data_dir  # noqa: E402
 
 SIZES = (3, 4, 5)  # sentences per paragraph
 _SENTENCE_END = (".", "!", "?", "…", '"', "”", "»")
@@ -112,7 +111,7 @@ def compare(lines: Sequence[str], references: Sequence[Sequence[str]],
         batch_size: sentences (one by one) or documents per `translate` call.
 
     Returns:
-        `documents` and `sentences` (`nmt.evaluation.Scores` on paragraph
+        `documents` and `sentences` (`nmt.evaluation.metrics.Scores` on paragraph
         segments), `agreement` (BLEU of the documents' translations against
         the one-by-one ones), `paragraphs`, `split_exactly` (paragraphs split
         back into exactly their lines).
@@ -189,10 +188,7 @@ def speed(args, translator, texts: Sequence[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR,
-                        help="exported model (base directory: its highest version)")
-    parser.add_argument("--data", type=Path, default=data_dir(),
-                        help="the shared data directory (NMT_DATA_DIR)")
+    add_model_and_data_arguments(parser)
     parser.add_argument("--limit", type=int, default=0, help="first N lines of the mix")
     parser.add_argument("--seed", type=int, default=7, help="draws the paragraph sizes")
     parser.add_argument("--batch-size", type=int, default=64,
@@ -205,7 +201,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="documents per server request (--speed)")
     args = parser.parse_args(argv)
 
-    from bench.inputs import machine
     from nmt.inference.translator import Translator
 
     mix = args.data / "out-of-domain" / "traffic-mix.en"

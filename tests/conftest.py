@@ -92,3 +92,16 @@ def tiny_model_dir(tmp_path_factory, tiny_tokenizers) -> Path:
     base = tmp_path_factory.mktemp("models") / "tiny"
     export_saved_model(make_tiny_module(tiny_tokenizers), base, 1)
     return base
+
+
+@pytest.fixture(scope="module")
+def tiny_server(tiny_model_dir):
+    """The gRPC server on the tiny model (127.0.0.1, free ports), serving."""
+    from serving.server import ServerConfig
+    from serving.testing import ServerThread
+
+    config = ServerConfig(model_dir=tiny_model_dir, host="127.0.0.1", port=0, metrics_port=0,
+                          poll_interval_s=0)
+    with ServerThread(config) as running:
+        running.wait_until_serving()
+        yield running

@@ -179,6 +179,20 @@ def _additive_score(query_proj, key_proj, v, bias=None):
     return tf.tensordot(tf.tanh(hidden), v, axes=[[3], [0]])  # (batch, Tq, Tk)
 
 
+def _build_additive_weights(layer, query_dim: int, key_dim: int) -> None:
+    """W_q, W_k (`units` wide, no bias) and v of an additive score, v^T tanh(W_q q + W_k k):
+    Bahdanau's score and Luong's "concat"."""
+    layer.query_dense = keras.layers.Dense(
+        layer.units, use_bias=False, name="query_dense", dtype=layer.dtype_policy
+    )
+    layer.query_dense.build((None, None, query_dim))
+    layer.key_dense = keras.layers.Dense(
+        layer.units, use_bias=False, name="key_dense", dtype=layer.dtype_policy
+    )
+    layer.key_dense.build((None, None, key_dim))
+    layer.v = layer.add_weight(name="v", shape=(layer.units,), initializer="glorot_uniform")
+
+
 @keras.saving.register_keras_serializable(package="nmt")
 class BahdanauAttention(Attention):
     """Additive attention, score(s, h) = v^T tanh(W1 s + W2 h).
@@ -203,15 +217,7 @@ class BahdanauAttention(Attention):
         self.normalize = normalize
 
     def build_score(self, query_dim, key_dim):
-        self.query_dense = keras.layers.Dense(
-            self.units, use_bias=False, name="query_dense", dtype=self.dtype_policy
-        )
-        self.query_dense.build((None, None, query_dim))
-        self.key_dense = keras.layers.Dense(
-            self.units, use_bias=False, name="key_dense", dtype=self.dtype_policy
-        )
-        self.key_dense.build((None, None, key_dim))
-        self.v = self.add_weight(name="v", shape=(self.units,), initializer="glorot_uniform")
+        _build_additive_weights(self, query_dim, key_dim)
         if self.normalize:
             self.g = self.add_weight(
                 name="g", shape=(), initializer=keras.initializers.Constant(
@@ -278,15 +284,7 @@ class LuongAttention(Attention):
             )
             self.key_dense.build((None, None, key_dim))
         elif self.score_mode == "concat":
-            self.query_dense = keras.layers.Dense(
-                self.units, use_bias=False, name="query_dense", dtype=self.dtype_policy
-            )
-            self.query_dense.build((None, None, query_dim))
-            self.key_dense = keras.layers.Dense(
-                self.units, use_bias=False, name="key_dense", dtype=self.dtype_policy
-            )
-            self.key_dense.build((None, None, key_dim))
-            self.v = self.add_weight(name="v", shape=(self.units,), initializer="glorot_uniform")
+            _build_additive_weights(self, query_dim, key_dim)
         if self.scale:
             self.g = self.add_weight(name="g", shape=(), initializer="ones")
 

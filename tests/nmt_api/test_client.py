@@ -8,8 +8,6 @@ import pytest
 
 from nmt.types import DecodeOptions, Hypothesis, Translation
 from nmt_api.client import AsyncTranslationClient, TranslationClient
-from serving.server import ServerConfig
-from serving.testing import ServerThread
 
 OPTIONS = DecodeOptions(beam_size=3, n_best=2)
 SENTENCES = ["Hello.", "How are you today?", ""]
@@ -18,12 +16,8 @@ TARGETS = ["Le chat est noir.", "Comment allez-vous aujourd'hui ?"]
 
 
 @pytest.fixture(scope="module")
-def server(tiny_model_dir):
-    config = ServerConfig(model_dir=tiny_model_dir, host="127.0.0.1", port=0, metrics_port=0,
-                          poll_interval_s=0)
-    with ServerThread(config) as running:
-        running.wait_until_serving()
-        yield running
+def server(tiny_server):
+    return tiny_server
 
 
 @pytest.fixture(scope="module")

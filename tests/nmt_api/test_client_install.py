@@ -23,9 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from serving.server import ServerConfig
-from serving.testing import ServerThread
-
 REPO = Path(__file__).resolve().parents[2]
 SENTENCE = "The cat is black."
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -109,12 +106,8 @@ def client_venv(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(tiny_model_dir):
-    config = ServerConfig(model_dir=tiny_model_dir, host="127.0.0.1", port=0, metrics_port=0,
-                          poll_interval_s=0)
-    with ServerThread(config) as running:
-        running.wait_until_serving()
-        yield running
+def server(tiny_server):
+    return tiny_server
 
 
 def _run(venv: Path, *argv: str) -> subprocess.CompletedProcess:
