@@ -15,11 +15,18 @@ floor(j * n / m)):
 
     python bench/markup_projection.py [--model models/en-fr] [--data ../shared/data]
         [--limit N] [--sets glossary eurlex] [--links RULE [--link-threshold T]]
+        [--cache runs/markup-align.json]
+
+`--cache FILE` keeps the model's alignment of each pair (its word links and
+word matrix) as JSON: pairs found there are not aligned again, so a change to
+the projection (pure Python) measures in seconds; `--links` rules are read from
+the cached matrix. The cache belongs to one model: delete it for another.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -30,6 +37,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from nmt.alignment.word_links import word_links  # noqa: E402
 from nmt.documents.markup import MarkupError, _parse, plan_markup  # noqa: E402
 from nmt.documents.offsets import word_spans  # noqa: E402
 from nmt.documents.sentences import TextLinks  # noqa: E402
@@ -115,8 +123,63 @@ def read_set(data: Path, name: str, limit: int) -> list[tuple[str, str]]:
     return pairs[:limit] if limit else pairs
 
 
-def evaluate(translator, pairs: list[tuple[str, str]], batch_size: int,
-             **link_options) -> tuple[Score, Score]:
+class AlignCache:
+    """The model's word links and word matrix per (source, target) pair; JSON on disk.
+
+    Without a path nothing is kept. `links` aligns the pairs not yet held
+    through `aligner` (called only then), and reads each pair's links.
+    """
+
+    def __init__(self, path: Path | None = None):
+        self.path = path
+        self.pairs: dict[str, dict] = {}
+        if path is not None and path.exists():
+            self.pairs = json.loads(path.read_text(encoding="utf-8"))
+        self.added = 0
+
+    @staticmethod
+    def _key(source: str, target: str) -> str:
+        return f"{source}\t{target}"
+
+    def links(self, sources: list[str], targets: list[str], aligner, rule: str | None = None,
+              threshold: float = 0.3) -> list[TextLinks]:
+        """Each pair's target with its links (the model's, or read by `rule` from its word
+        matrix) and its word matrix."""
+        missing = [(s, t) for s, t in zip(sources, targets, strict=True)
+                   if self._key(s, t) not in self.pairs]
+        if missing:
+            results = aligner()([s for s, _ in missing], [t for _, t in missing])
+            for (source, target), result in zip(missing, results, strict=True):
+                matrix = result.nbest[0].word_matrix
+                self.pairs[self._key(source, target)] = {
+                    "links": [list(link) for link in result.word_alignment],
+                    "matrix": None if matrix is None else matrix.round(5).tolist()}
+            self.added += len(missing)
+        found = []
+        for source, target in zip(sources, targets, strict=True):
+            held = self.pairs[self._key(source, target)]
+            if rule is None:
+                links = tuple(tuple(link) for link in held["links"])
+            elif held["matrix"] is None:
+                raise ValueError(f"link rule {rule!r} needs the word matrix, which the "
+                                 "model did not return")
+            else:
+                links = tuple(word_links(held["matrix"], rule, threshold))
+            found.append(TextLinks(target, links, held["matrix"]))
+        return found
+
+    def save(self) -> None:
+        if self.path is not None and self.added:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(json.dumps(self.pairs), encoding="utf-8")
+            self.added = 0
+
+
+def evaluate(aligner, pairs: list[tuple[str, str]], batch_size: int,
+             cache: AlignCache | None = None, rule: str | None = None,
+             threshold: float = 0.3) -> tuple[Score, Score]:
+    """Model and proportional scores; `aligner()` gives `align(sources, targets)`."""
+    cache = cache or AlignCache()
     model, baseline = Score(), Score()
     for start in range(0, len(pairs), batch_size):
         chunk = [(en, fr) for en, fr in pairs[start:start + batch_size]
@@ -125,11 +188,12 @@ def evaluate(translator, pairs: list[tuple[str, str]], batch_size: int,
             continue
         plans = [plan_markup(en, "xml", split=False) for en, _ in chunk]
         plains = [" ".join(plan_words(fr)) for _, fr in chunk]
-        results = translator.align([p.sentences[0] for p in plans], plains, **link_options)
-        for plan, plain, result, (en, fr) in zip(plans, plains, results, chunk, strict=True):
-            model.add(en, plan.join([TextLinks(plain, result.word_alignment)]).text, fr)
+        found = cache.links([p.sentences[0] for p in plans], plains, aligner, rule, threshold)
+        for plan, plain, result, (en, fr) in zip(plans, plains, found, chunk, strict=True):
+            model.add(en, plan.join([result]).text, fr)
             links = proportional_links(len(plan.sentences[0].split()), len(plain.split()))
             baseline.add(en, plan.join([TextLinks(plain, links)]).text, fr)
+        cache.save()
     return model, baseline
 
 
@@ -152,18 +216,30 @@ def main() -> None:
     parser.add_argument("--links",
                         help="word-link rule (nmt/alignment/word_links.py); default: the model's")
     parser.add_argument("--link-threshold", type=float, default=0.3)
+    parser.add_argument("--cache", type=Path,
+                        help="JSON of the model's alignments (e.g. runs/markup-align.json): "
+                             "read, and written with the pairs not yet in it")
     args = parser.parse_args()
-    link_options = ({"links": args.links, "link_threshold": args.link_threshold}
-                    if args.links else {})
+    cache = AlignCache(args.cache)
+    translator = None
 
-    from nmt.inference.translator import Translator
+    def aligner():
+        nonlocal translator
+        if translator is None:
+            from nmt.inference.translator import Translator
 
-    translator = Translator.load(args.model)
-    print(f"model {translator.info.path}, links {args.links or translator.info.word_links}")
+            translator = Translator.load(args.model)
+            print(f"model {translator.info.path}, word links {translator.info.word_links}")
+        return translator.align
+
+    rule = args.links or "the model's"
+    print(f"links {rule}"
+          + (f", cache {args.cache} ({len(cache.pairs)} pairs)" if args.cache else ""))
     for name in args.sets:
         pairs = read_set(args.data, name, args.limit)
         started = time.perf_counter()
-        model, baseline = evaluate(translator, pairs, args.batch_size, **link_options)
+        model, baseline = evaluate(aligner, pairs, args.batch_size, cache, args.links,
+                                   args.link_threshold)
         print(f"{name}: {len(pairs)} lines ({model.lines} with words on both sides), "
               f"{time.perf_counter() - started:.0f} s")
         print(model.line("model"))
