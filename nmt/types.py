@@ -225,6 +225,10 @@ class Translation:
         return self.best.word_alignment
 
     @property
+    def word_matrix(self) -> np.ndarray | None:
+        return self.best.word_matrix
+
+    @property
     def confidence(self) -> float | None:
         return self.best.confidence
 

@@ -59,10 +59,13 @@ class TextLinks:
         text: the target sentence.
         word_alignment: `(source_word, target_word)` links, 0-based, counting
             whitespace-separated words.
+        word_matrix: optional soft word matrix `(target words, source words)`;
+            markup projection reads it for elements whose words have no link.
     """
 
     text: str
     word_alignment: tuple[tuple[int, int], ...] = ()
+    word_matrix: Sequence[Sequence[float]] | None = dataclasses.field(default=None, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)

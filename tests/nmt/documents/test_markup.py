@@ -235,6 +235,63 @@ def test_the_longest_run_of_linked_words_wins_over_a_stray_link():
     assert out == "<b>Nouveau fichier</b> enregistré nouveau"
 
 
+def test_unaligned_words_between_two_linked_words_stay_inside_the_tag():
+    # yy is linked to nothing: the tag covers xx..zz; linked to aa, it breaks the run
+    links = [(0, 0), (1, 1), (2, 3), (3, 4)]
+    out = project_markup("aa <b>bb cc</b> dd", "ww xx yy zz vv", links, "xml")
+    assert out == "ww <b>xx yy zz</b> vv"
+    out = project_markup("aa <b>bb cc</b> dd", "ww xx yy zz vv", [*links, (0, 2)], "xml")
+    assert out == "ww <b>xx</b> yy zz vv"
+
+
+def test_words_without_a_link_take_the_word_that_attends_most_to_them_in_the_matrix():
+    matrix = [[0.9, 0.1, 0.0], [0.2, 0.5, 0.3], [0.0, 0.2, 0.8], [0.0, 0.7, 0.3]]
+    links = [(0, 0), (2, 2)]  # bb (1) has no link; column 1's largest weight is at zz (3)
+    out = project_markup("aa <b>bb</b> cc", "ww xx yy zz", links, "xml", word_matrix=matrix)
+    assert out == "ww xx yy <b>zz</b>"
+    assert project_markup("aa <b>bb</b> cc", "ww xx yy zz", links, "xml") == (
+        "ww <b></b>xx yy zz")  # no matrix: kept empty next to its neighbours
+    wrong_shape = [[1.0, 0.0], [0.0, 1.0]]
+    assert project_markup("aa <b>bb</b> cc", "ww xx yy zz", links, "xml",
+                          word_matrix=wrong_shape) == "ww <b></b>xx yy zz"
+
+
+def test_a_cognate_met_once_on_each_side_takes_the_tag_whatever_the_links():
+    # `deficit` linked to `public` by the model; `déficit` is its only cognate
+    out = project_markup("the <g>deficit</g> of the government",
+                         "le déficit public du gouvernement",
+                         [(0, 0), (1, 2), (4, 4)], "xml")
+    assert out == "le <g>déficit</g> public du gouvernement"
+    out = project_markup("the <g>education</g> of adults", "l'éducation, des adultes",
+                         [(0, 1), (1, 1), (3, 2)], "xml")
+    assert out == "<g>l'éducation,</g> des adultes"  # elision and comma aside
+
+
+def test_no_cognate_where_the_prefix_is_ambiguous_or_the_word_short():
+    links = [(0, 0), (1, 2), (2, 1)]
+    # two target words begin with `defi`: the model's link stands
+    assert project_markup("the <g>deficit</g> here", "le déficit défini", links, "xml") == (
+        "le déficit <g>défini</g>")
+    assert project_markup("the <g>red</g> rose", "la redé rose", links, "xml") == (
+        "la redé <g>rose</g>")  # `red` is shorter than COGNATE_PREFIX
+
+
+def test_every_tag_appears_once_and_nested_whatever_the_links_cognates_and_matrix():
+    source = ('<p>The <a href="#"><b>deficit</b> <i>reforms</i></a> strategy<br/> and '
+              '<span>the <em>education</em> system</span> <img src="x"/> go.</p>')
+    plan = plan_markup(source, "html")
+    vocabulary = ["déficit", "réformes", "stratégie", "l'éducation", "système", "w", "x"]
+    rng = random.Random(1)
+    for _ in range(200):
+        target = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 12)))
+        n, m = len(plan.sentences[0].split()), len(target.split())
+        links = tuple((rng.randrange(n), rng.randrange(m)) for _ in range(rng.randint(0, 8))
+                      if m)
+        matrix = [[rng.random() for _ in range(n)] for _ in range(m)]
+        out = plan.join([TextLinks(target, links, matrix)]).text
+        assert tags(out, "html") == tags(source, "html"), (target, links)
+
+
 # --- a given translation (plan_projection) ---------------------------------------------------
 
 
