@@ -1,12 +1,14 @@
-"""Screenshot of the translation page (`docs/page.png`) from a running `nmt serve`.
+"""Screenshots of the translation page (`docs/page.png`, `docs/page-markup.png`) from `nmt serve`.
 
 Drives the system's headless Chromium (Debian's `chromium` and
 `chromium-driver`; nothing is downloaded) with Selenium: opens the page,
 types a sentence, translates, focuses a French word so its links show, and
-saves a PNG of the whole page.
+saves a PNG of the whole page. With `--markup`, the page is in document mode
+instead: it translates a short HTML paragraph and shows one sentence's links.
 
     .venv/bin/nmt serve --http-port 8080 &
     .venv/bin/python docs/screenshot.py --url http://127.0.0.1:8080/ --out docs/page.png
+    .venv/bin/python docs/screenshot.py --markup --out docs/page-markup.png
 
 The browser test (`tests/serving/test_page.py`) drives the page with the
 same functions.
@@ -27,6 +29,7 @@ CHROMIUM_FLAGS = (
     "--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
 )
 SENTENCE = "The little cat is sleeping on the sofa."
+MARKUP = "<p>My <b>brother</b> lives in <i>Paris</i>. He is a <b>doctor</b>.</p>"
 
 
 def find_browser() -> tuple[str, str] | str:
@@ -99,6 +102,39 @@ def translate_on_page(driver, url: str, text: str, beam_size: int = 5, n_best: i
         raise RuntimeError(driver.find_element(By.ID, "error").text)
 
 
+def translate_document_on_page(driver, url: str, text: str, format: str = "html",
+                               timeout: float = 120) -> str:
+    """Opens the page in document mode, types `text` in `format` (html, xml or text) and
+    translates it; returns the page's state once answered: "done" or "error"."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    driver.get(url)
+    wait_for_state(driver, ("ready",), timeout)
+    driver.find_element(By.CSS_SELECTOR, "input[name=mode][value=document]").click()
+    Select(driver.find_element(By.ID, "document-format")).select_by_value(format)
+    box = driver.find_element(By.ID, "document")
+    box.clear()
+    box.send_keys(text)
+    driver.find_element(By.ID, "submit").click()
+    return wait_for_state(driver, ("done", "error"), timeout)
+
+
+def choose_sentence(driver, index: int) -> None:
+    """Clicks the translated document's sentence `index` (clamped): its alignment shows."""
+    spans = driver.find_elements("css selector", "#document-output .sentence")
+    if spans:
+        spans[min(index, len(spans) - 1)].click()
+
+
+def focus_target_word(driver, index: int) -> None:
+    """Focuses French word `index` (clamped); focus, not hover: the highlight must outlast
+    scrolling to the top for the screenshot."""
+    words = driver.find_elements("css selector", ".words.target .word")
+    if words:
+        driver.execute_script("arguments[0].focus()", words[min(index, len(words) - 1)])
+
+
 def hover(driver, element) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
 
@@ -118,30 +154,59 @@ def save_full_page(driver, path: Path) -> Path:
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default="http://127.0.0.1:8080/",
                         help="the page of a running `nmt serve --http-port 8080`")
-    parser.add_argument("--text", default=SENTENCE, help="English sentence to translate")
+    parser.add_argument("--markup", action="store_true",
+                        help="document mode: translate --text as --format markup")
+    parser.add_argument("--format", choices=("html", "xml", "text"), default="html",
+                        help="the document's format with --markup")
+    parser.add_argument("--text", help=f"English to translate (default: {SENTENCE!r}, "
+                                       f"with --markup {MARKUP!r})")
+    parser.add_argument("--sentence", type=int, default=0,
+                        help="with --markup: the sentence whose alignment is shown")
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--n-best", type=int, default=3)
     parser.add_argument("--focus-word", type=int, default=1,
                         help="index of the French word to focus (its links are highlighted)")
     parser.add_argument("--width", type=int, default=1100, help="window width in CSS pixels")
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "page.png")
+    parser.add_argument("--out", type=Path, help="the PNG (default: docs/page.png, with "
+                                                 "--markup docs/page-markup.png)")
     args = parser.parse_args(argv)
+    if args.text is None:
+        args.text = MARKUP if args.markup else SENTENCE
+    if args.out is None:
+        args.out = Path(__file__).resolve().parent / (
+            "page-markup.png" if args.markup else "page.png")
+    return args
+
+
+def take_screenshot(driver, args: argparse.Namespace) -> Path:
+    """Translates as `args` say (see `parse_args`) and saves the whole page to `args.out`.
+
+    Raises:
+        RuntimeError: the page showed an error (its text is the message).
+    """
+    if args.markup:
+        if translate_document_on_page(driver, args.url, args.text, args.format) == "error":
+            raise RuntimeError(driver.find_element("id", "error").text)
+        choose_sentence(driver, args.sentence)
+    else:
+        translate_on_page(driver, args.url, args.text, args.beam_size, args.n_best)
+    focus_target_word(driver, args.focus_word)
+    return save_full_page(driver, args.out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     try:
         driver = start_browser(args.width, 900)
     except RuntimeError as error:
         print(error, file=sys.stderr)
         return 2
     try:
-        translate_on_page(driver, args.url, args.text, args.beam_size, args.n_best)
-        words = driver.find_elements("css selector", ".words.target .word")
-        if words:  # focus, not hover: the highlight must outlast scrolling to the top
-            driver.execute_script("arguments[0].focus()", words[min(args.focus_word,
-                                                                     len(words) - 1)])
-        print(save_full_page(driver, args.out))
+        print(take_screenshot(driver, args))
     except RuntimeError as error:
         print(f"the page answered with an error: {error}", file=sys.stderr)
         return 1

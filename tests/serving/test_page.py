@@ -157,19 +157,10 @@ DOCUMENT = "Click <b>Save</b> to keep your changes. Then close the <i>window</i>
 
 def _document_on_page(browser, url, text, format):
     """Opens the page in document mode, types `text` in `format` and translates it."""
-    from selenium.webdriver.support.ui import Select
-
     browser.set_window_size(1200, 900)
-    browser.get(url)
-    page.wait_for_state(browser, ("ready",))
-    browser.find_element("css selector", "input[name=mode][value=document]").click()
+    state = page.translate_document_on_page(browser, url, text, format)
     assert not browser.find_element("id", "source").is_displayed()
-    Select(browser.find_element("id", "document-format")).select_by_value(format)
-    box = browser.find_element("id", "document")
-    box.clear()
-    box.send_keys(text)
-    browser.find_element("id", "submit").click()
-    return page.wait_for_state(browser, ("done", "error"))
+    return state
 
 
 def test_document_mode_shows_the_translated_markup_and_each_sentences_alignment(server,
@@ -209,6 +200,31 @@ def test_document_mode_shows_the_translated_markup_and_each_sentences_alignment(
         assert overflow <= 0, f"the page is {overflow}px wider than a phone"
     finally:
         browser.set_window_size(1200, 900)
+
+
+def test_the_screenshots_markup_mode_shows_the_chosen_sentences_links(server, browser,
+                                                                      tmp_path):
+    args = page.parse_args(["--markup", "--url", _url(server), "--sentence", "1",
+                            "--focus-word", "0", "--out", str(tmp_path / "page-markup.png")])
+    assert args.text == page.MARKUP and args.format == "html"
+    expected = _api(server, "/v1/translate", {"sentences": [page.MARKUP],
+                                              "format": "TEXT_FORMAT_HTML"})
+    [document] = expected["documents"]
+    browser.set_window_size(1200, 900)
+
+    shot = page.take_screenshot(browser, args)
+
+    assert shot.stat().st_size > 10_000
+    output = browser.find_element("id", "document-output")
+    assert browser.execute_script("return arguments[0].textContent", output) == document["text"]
+    spans = _css(browser, "#document-output .sentence")
+    assert len(spans) == len(document["sentences"]) == 2
+    assert "chosen" in _classes(spans[1]) and "chosen" not in _classes(spans[0])
+    second = document["sentences"][1]
+    assert [w.text for w in _css(browser, ".words.source .word")] == second["sentence"].split()
+    focused = browser.switch_to.active_element
+    assert "word" in _classes(focused) and focused.text == (
+        second["translation"]["hypotheses"][0]["text"].split()[0])
 
 
 def test_document_mode_reports_malformed_markup(server, browser):
