@@ -176,11 +176,9 @@ class TranslationModule(tf.Module):
         # The memory stays one row per sentence: a step attends with K queries per sentence.
         state = tile_beams(self.model.initial_state(memory), beam)
         kernels = self.model.decoder.cast_kernels(matmul_dtype)  # once, not per step
-        # PAD and BOS never occur inside a target sentence; an untrained or weak
-        # model could still pick them, so they are excluded from the search.
+        # PAD and BOS are excluded from the search (`_banned_specials`).
         if self.shortlist is None:
-            vocab = tf.range(self.model.config.target_vocab_size)  # (V,)
-            banned = tf.where((vocab == PAD_ID) | (vocab == BOS_ID), float("-inf"), 0.0)
+            banned = self._banned_specials()
             context = memory
         else:
             # Logits for the batch's shortlist only; the search runs over positions in
@@ -282,6 +280,13 @@ class TranslationModule(tf.Module):
         out = self.translate_with_options(sentences, **options)
         return {key: value[:, 0] for key, value in out.items()}
 
+    def _banned_specials(self) -> tf.Tensor:
+        """`(V,)`: -inf at PAD and BOS, 0 elsewhere. They never occur inside a target
+        sentence (an untrained or weak model could still pick them), so neither the
+        search nor forced decoding gives them probability."""
+        vocab = tf.range(self.model.config.target_vocab_size)  # (V,)
+        return tf.where((vocab == PAD_ID) | (vocab == BOS_ID), float("-inf"), 0.0)
+
     @tf.function(input_signature=[_STRINGS, _STRINGS])
     def align(self, sources, targets):
         """Forced decoding of given pairs: attention and word links of `targets`.
@@ -304,8 +309,12 @@ class TranslationModule(tf.Module):
         out = self.model.forward(source, target_in, target_out, training=False)
         logits, weights = out["logits"], out.get("head", out["attention"])
         lengths = tf.cast(tf.reduce_sum(tf.cast(target_out > 0, tf.int32), axis=1), tf.int32)
-        log_probs = tf.nn.log_softmax(logits)
+        # Normalised as the search normalises (without a shortlist): a translation's
+        # pieces then score the same whether searched or aligned.
+        log_probs = tf.nn.log_softmax(logits + self._banned_specials())
         token_log_probs = tf.gather(log_probs, target_out, batch_dims=2)  # (batch, T)
+        # Target pieces are never PAD or BOS; 0 (PAD) only fills the rows' padding.
+        token_log_probs = tf.where(target_out > 0, token_log_probs, 0.0)
         mask = tf.cast(target_out > 0, tf.float32)
         out = from_attention.signature_outputs(
             self.source_tokenizer, self.target_tokenizer, sources, source, target_out,
