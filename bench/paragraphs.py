@@ -144,14 +144,19 @@ def documents_per_second(texts: Sequence[str], translate_batch: Callable[[list[s
     """Documents per second, `clients` threads each sending batches of `batch` documents."""
     batches = [list(texts[i:i + batch]) for i in range(0, len(texts), batch)]
     lock = threading.Lock()
+    failures: list[BaseException] = []
 
     def work():
         while True:
             with lock:
-                if not batches:
+                if not batches or failures:
                     return
                 chunk = batches.pop()
-            translate_batch(chunk)
+            try:
+                translate_batch(chunk)
+            except Exception as error:  # a failed call makes the rate meaningless
+                with lock:
+                    failures.append(error)
 
     started = time.perf_counter()
     threads = [threading.Thread(target=work) for _ in range(clients)]
@@ -159,6 +164,8 @@ def documents_per_second(texts: Sequence[str], translate_batch: Callable[[list[s
         thread.start()
     for thread in threads:
         thread.join()
+    if failures:
+        raise RuntimeError(f"a call failed, so no rate: {failures[0]}") from failures[0]
     return len(texts) / (time.perf_counter() - started)
 
 
@@ -173,7 +180,10 @@ def speed(args, translator, texts: Sequence[str]) -> None:
     print(f"in-process: {rate:.1f} documents/s ({len(texts)} paragraphs, "
           f"{args.batch_size} documents a call)")
     with tempfile.TemporaryDirectory() as tmp:
-        process, target, _ = start_server(args.model, True, Path(tmp) / "server.log")
+        # The server's per-sentence character limit applies to a whole document.
+        longest = max(len(text) for text in texts)
+        process, target, _ = start_server(args.model, True, Path(tmp) / "server.log",
+                                          ["--max-chars", str(max(1000, longest))])
         try:
             with TranslationClient(target, timeout=600) as client:
                 client.translate_documents(texts[:4])  # warm-up

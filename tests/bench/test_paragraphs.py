@@ -71,6 +71,15 @@ def test_documents_per_second_sends_every_document_once():
     assert sorted(sent) == sorted(f"d{i}" for i in range(10)) and rate > 0
 
 
+def test_documents_per_second_fails_when_a_call_fails():
+    def translate(chunk):
+        if "d7" in chunk:
+            raise ValueError("document too long")
+
+    with pytest.raises(RuntimeError, match="document too long"):
+        documents_per_second([f"d{i}" for i in range(10)], translate, batch=3, clients=2)
+
+
 def _data(tmp_path):
     folder = tmp_path / "out-of-domain"
     folder.mkdir()
