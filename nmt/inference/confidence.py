@@ -21,11 +21,10 @@ Where they come from:
   (`word_scores`), and `scores` holds log P(y | x);
 - translations: the search keeps each chosen piece's log-probability
   (`nmt.inference.search`), and the translate signatures return them and the
-  word means under the same names. They are the search's: normalised over the
-  ids it may choose (never PAD or BOS; with a shortlist, the sentence's
-  list), where forced alignment normalises over the whole vocabulary; for a
-  trained model, which gives PAD and BOS almost no probability (they are
-  never a label), the two agree closely.
+  word means under the same names. They are normalised over the ids a
+  translation may hold (never PAD or BOS), as forced alignment's are, so
+  without a shortlist a translation's pieces score the same searched or
+  aligned; with one, the search's are over the sentence's list.
   Exports from before this return none (they are None); the search ranks by
   the normalised score s = log P(y | x) / lp(T) + cp(x; y), so their
   log P(y | x) = (s - cp) * lp(T) is recovered exactly from the returned

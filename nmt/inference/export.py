@@ -63,7 +63,7 @@ class TranslationModule(tf.Module):
             (`nmt.inference.precision`).
         shortlist: restricts each sentence's search to the target ids it lists
             for the sentence (`nmt.inference.shortlist`); None searches the whole
-            vocabulary. `align` always scores over the whole vocabulary.
+            vocabulary. `align` always scores over the whole vocabulary (PAD and BOS aside).
     """
 
     def __init__(self, model: Seq2Seq, tokenizers: TokenizerPair, metadata: dict | None = None,
@@ -238,8 +238,8 @@ class TranslationModule(tf.Module):
     def _translate(self, sentences, options, matmul_dtype=None):
         """All outputs with an n-best axis N: `(batch, N, ...)`. `piece_scores` and
         `word_scores` are as `align`'s, the pieces' log-probabilities being the search's:
-        over the ids it may choose (PAD and BOS never; with a shortlist, the sentence's
-        list), where `align` normalises over the whole vocabulary."""
+        over the ids it may choose (PAD and BOS never, as in `align`; with a shortlist,
+        the sentence's list)."""
         source = self._encode_sources(sentences)  # (batch, S)
         result, head = self._search(source, options, matmul_dtype)
         batch, n_best = tf.shape(result.tokens)[0], tf.shape(result.tokens)[1]
@@ -315,13 +315,12 @@ class TranslationModule(tf.Module):
         token_log_probs = tf.gather(log_probs, target_out, batch_dims=2)  # (batch, T)
         # Target pieces are never PAD or BOS; 0 (PAD) only fills the rows' padding.
         token_log_probs = tf.where(target_out > 0, token_log_probs, 0.0)
-        mask = tf.cast(target_out > 0, tf.float32)
         out = from_attention.signature_outputs(
             self.source_tokenizer, self.target_tokenizer, sources, source, target_out,
             lengths, weights, tf.constant(False), targets=targets, attention=out["attention"],
-            link_rule=self.link_rule, piece_log_probs=token_log_probs * mask,
+            link_rule=self.link_rule, piece_log_probs=token_log_probs,
         )
-        out["scores"] = tf.reduce_sum(token_log_probs * mask, axis=1)
+        out["scores"] = tf.reduce_sum(token_log_probs, axis=1)
         return out
 
 
