@@ -146,7 +146,9 @@ class AlignmentHeadConfig:
             translations stay byte-identical (no dev BLEU is computed).
         init_from: an exported model version directory or a training run
             whose weights start the model (required for `frozen`); the run
-            then uses its tokenizers, and `model` must match its architecture.
+            then uses its tokenizers, and `model` must match its architecture;
+            its head, if it has the same, starts the head too (a distilled
+            student started from its teacher), else the head starts afresh.
         type: `"ce"` or `"mse"` (see `nmt.alignment.guided_alignment`).
         weight: the head loss's weight in joint training.
     """

@@ -236,11 +236,11 @@ def _plain(value):
 
 
 def copy_weights(source: Seq2Seq, target: Seq2Seq) -> int:
-    """Copies `source`'s weights into `target`, which may add an alignment head.
+    """Copies `source`'s weights into `target`: all of them when `source` has the same
+    alignment head, or all but the head's when `target` adds a head `source` lacks.
 
     Weights are matched by position (Keras numbers layer names per process,
-    so paths differ between two models of one architecture), the head's left
-    out of `target`'s list.
+    so paths differ between two models of one architecture).
 
     Returns:
         The number of weights copied.
@@ -248,11 +248,13 @@ def copy_weights(source: Seq2Seq, target: Seq2Seq) -> int:
     Raises:
         ValueError: the architectures differ (other weight count or shapes).
     """
-    head_ids = {id(w) for layer in target.decoder.head_layers for w in layer.weights}
-    wanted = [w for w in target.weights if id(w) not in head_ids]
     given = list(source.weights)
-    shapes = [tuple(w.shape) for w in wanted], [tuple(w.shape) for w in given]
-    if shapes[0] != shapes[1]:
+    shapes = lambda weights: [tuple(w.shape) for w in weights]  # noqa: E731
+    wanted = list(target.weights)
+    if shapes(wanted) != shapes(given):  # the head is new: it starts from scratch
+        head_ids = {id(w) for layer in target.decoder.head_layers for w in layer.weights}
+        wanted = [w for w in wanted if id(w) not in head_ids]
+    if shapes(wanted) != shapes(given):
         raise ValueError(
             "The starting model does not match the model to train: its model section must "
             "match the starting model's architecture (only model.alignment_head and "

@@ -7,6 +7,7 @@ import tensorflow as tf
 import yaml
 
 from nmt.evaluation.metrics import alignment_scores
+from nmt.model import ModelConfig, Seq2Seq
 from tests.training.test_guided_training import (
     gold_links,
     reversal_pairs,
@@ -108,3 +109,32 @@ def test_frozen_needs_a_start_and_a_matching_model(plain_run):
     missing = head_config(tmp_path, "missing", "frozen", init_from=tmp_path / "nowhere")
     with pytest.raises(FileNotFoundError, match="neither an exported model"):
         train_module.run(missing, tmp_path / "missing")
+
+
+def tiny_model(head: bool) -> Seq2Seq:
+    config = ModelConfig(source_vocab_size=40, target_vocab_size=40, embedding_dim=8,
+                         hidden_dim=16, alignment_head="general" if head else None,
+                         alignment_head_context=4 if head else 0)
+    model = Seq2Seq(config)
+    model.build_for()
+    return model
+
+
+def test_a_start_with_the_same_head_gives_every_weight_its_head_included():
+    start, model = tiny_model(head=True), tiny_model(head=True)
+    assert train_module.copy_weights(start, model) == len(model.weights)
+    for weight, value in zip(model.weights, start.weights, strict=True):
+        np.testing.assert_array_equal(weight.numpy(), value.numpy())
+
+
+def test_a_start_without_a_head_gives_every_weight_but_the_new_heads():
+    start, model = tiny_model(head=False), tiny_model(head=True)
+    head_ids = {id(w) for layer in model.decoder.head_layers for w in layer.weights}
+    fresh_head = [w.numpy() for w in model.weights if id(w) in head_ids]
+    assert train_module.copy_weights(start, model) == len(start.weights)
+    rest = [w for w in model.weights if id(w) not in head_ids]
+    for weight, value in zip(rest, start.weights, strict=True):
+        np.testing.assert_array_equal(weight.numpy(), value.numpy())
+    for weight, value in zip([w for w in model.weights if id(w) in head_ids], fresh_head,
+                             strict=True):
+        np.testing.assert_array_equal(weight.numpy(), value)  # left as initialised
