@@ -15,6 +15,7 @@ from nmt.layers.decoder import (
     LuongDecoder,
     Memory,
     OutputProjection,
+    ProjectedReader,
     TargetConvolution,
 )
 from nmt.layers.encoder import Encoder
@@ -66,6 +67,9 @@ class ModelConfig:
             bidirectional LSTM, the whole target, one step per piece) or
             `"conv"` (two convolutions of width 5 with `2 * context` filters:
             four pieces either side, in two parallel products).
+        alignment_head_context_input: width the head's queries are projected
+            to before the target reader reads them (`ProjectedReader`; 0: the
+            reader reads them whole, `hidden_dim + embedding_dim` wide).
     """
 
     source_vocab_size: int
@@ -91,6 +95,7 @@ class ModelConfig:
     alignment_head_keys: str = "encoder"
     alignment_head_context: int = 0
     alignment_head_reader: str = "lstm"
+    alignment_head_context_input: int = 0
 
     def __post_init__(self) -> None:
         _check_choice("decoder", self.decoder, DECODERS)
@@ -102,6 +107,11 @@ class ModelConfig:
         _check_choice("alignment_head_reader", self.alignment_head_reader, HEAD_READERS)
         self._require("alignment_head_context",
                       _is_count(self.alignment_head_context), "an integer >= 0")
+        self._require("alignment_head_context_input",
+                      _is_count(self.alignment_head_context_input), "an integer >= 0")
+        self._require("alignment_head_context_input",
+                      not self.alignment_head_context_input or self.alignment_head_context,
+                      "0 without a target context (set model.alignment_head_context)")
         self._require("alignment_head_context",
                       not self.alignment_head_context or self.alignment_head is not None,
                       "0 without an alignment head (set model.alignment_head)")
@@ -158,6 +168,8 @@ class ModelConfig:
                 name += f"-context{self.alignment_head_context}"
                 if self.alignment_head_reader != "lstm":
                     name += f"-{self.alignment_head_reader}"
+                if self.alignment_head_context_input:
+                    name += f"-in{self.alignment_head_context_input}"
         return name
 
 
@@ -236,6 +248,9 @@ class Seq2Seq(keras.Model):
         elif config.alignment_head_context:
             head_context = TargetConvolution(2 * config.alignment_head_context,
                                              name="alignment_head_context", dtype=policy)
+        if head_context is not None and config.alignment_head_context_input:
+            head_context = ProjectedReader(config.alignment_head_context_input, head_context,
+                                           name="alignment_head_reader", dtype=policy)
         decoder_args = (
             self.target_embedding, attention, config.hidden_dim, config.decoder_layers,
             config.cell, config.embedding_dim, projection, config.dropout,

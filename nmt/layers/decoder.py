@@ -97,6 +97,53 @@ class TargetConvolution(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="nmt")
+class ProjectedReader(keras.layers.Layer):
+    """A target reader that reads the head's queries projected down to `units`
+    (a linear map, no bias): a reader of the same cost can then be wider, since
+    most of its products are over its input's width.
+
+    Args:
+        units: width of the projection.
+        reader: the target reader (a bidirectional RNN or `TargetConvolution`).
+
+    Call arguments:
+        inputs: `(batch, T, d)`.
+        mask: bool `(batch, T)`, passed to the reader.
+    """
+
+    def __init__(self, units: int, reader: keras.layers.Layer, **kwargs):
+        super().__init__(**kwargs)
+        self.units, self.reader = units, reader
+        self.projection = keras.layers.Dense(units, use_bias=False, name="projection",
+                                             dtype=self.dtype_policy)
+        self.supports_masking = True
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units,
+                "reader": keras.saving.serialize_keras_object(self.reader)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["reader"] = keras.saving.deserialize_keras_object(config["reader"])
+        return cls(**config)
+
+    def build(self, input_shape):
+        self.projection.build(input_shape)
+        self.reader.build((*input_shape[:-1], self.units))
+        self.built = True
+
+    def compute_output_shape(self, input_shape):
+        return self.reader.compute_output_shape((*input_shape[:-1], self.units))
+
+    def call(self, inputs, mask=None):
+        return self.reader(self.projection(inputs), mask=mask)
+
+    def compute_mask(self, inputs, mask=None):
+        return mask
+
+
+@keras.saving.register_keras_serializable(package="nmt")
 class OutputProjection(keras.layers.Layer):
     """Projects output vectors to vocabulary logits, optionally tied to an embedding.
 

@@ -379,8 +379,11 @@ def test_model_accepts_a_config_dict():
      {**SHIPPED, "alignment_head": "general", "alignment_head_keys": "both",
       "alignment_head_context": 4},
      {**SHIPPED, "alignment_head": "general", "alignment_head_context": 4,
-      "alignment_head_reader": "conv"}],
-    ids=["shipped", "bahdanau-gru", "head-lstm-context", "head-conv-context"],
+      "alignment_head_reader": "conv"},
+     {**SHIPPED, "alignment_head": "general", "alignment_head_context": 4,
+      "alignment_head_context_input": 6}],
+    ids=["shipped", "bahdanau-gru", "head-lstm-context", "head-conv-context",
+         "head-projected-context"],
 )
 def test_keras_file_round_trip(overrides, tmp_path):
     model = shared_model(**overrides)
@@ -492,11 +495,18 @@ def test_head_weights_come_after_the_shipped_architecture():
         (HIDDEN, HIDDEN + EMB)]  # general: W over [h; e(y)] for keys of the encoder's size
 
 
-@pytest.mark.parametrize("reader", ["lstm", "conv"])
+# Target readers: a bidirectional LSTM, convolutions, and the LSTM reading the queries
+# projected down.
+READERS = {"lstm": {"alignment_head_reader": "lstm"},
+           "conv": {"alignment_head_reader": "conv"},
+           "lstm-projected": {"alignment_head_reader": "lstm", "alignment_head_context_input": 6}}
+
+
+@pytest.mark.parametrize("reader", READERS)
 def test_head_context_reads_the_pieces_after_a_row_and_ignores_padding(reader):
     plain = shared_model(**SHIPPED, alignment_head="general")
     context = shared_model(**SHIPPED, alignment_head="general", alignment_head_context=4,
-                           alignment_head_reader=reader)
+                           **READERS[reader])
     later = TARGET_OUT.copy()
     later[0, 3], later[1, 1] = 5, 5  # a later piece changes: the first row sees it only
     # with context (the third sentence has only EOS)
@@ -514,11 +524,11 @@ def test_head_context_reads_the_pieces_after_a_row_and_ignores_padding(reader):
     np.testing.assert_allclose(short.numpy().sum(-1), 1.0, atol=1e-5)
 
 
-@pytest.mark.parametrize("reader", ["lstm", "conv"])
+@pytest.mark.parametrize("reader", READERS)
 def test_head_rows_of_several_hypotheses_equal_each_alone(reader):
     # Search passes (batch, N, T) hypotheses; each is read as its own sequence.
     model = shared_model(**SHIPPED, alignment_head="general", alignment_head_context=4,
-                         alignment_head_reader=reader)
+                         **READERS[reader])
     memory = model.encode(tf.constant(SOURCE))
     _, _, queries = model.decoder.teacher_forced(tf.constant(TARGET_IN), memory)
     other = np.where(TARGET_OUT > 2, TARGET_OUT + 1, TARGET_OUT)
@@ -544,6 +554,11 @@ def test_head_config_checks_and_names():
         tiny_config(alignment_head="general", alignment_head_reader="gru")
     with pytest.raises(ValueError, match="alignment_head_context=-1"):
         tiny_config(alignment_head="general", alignment_head_context=-1)
+    assert tiny_config(**SHIPPED, alignment_head="general", alignment_head_context=8,
+                       alignment_head_context_input=32).architecture_name() == (
+        "luong-general+head-general-context8-in32")
+    with pytest.raises(ValueError, match="alignment_head_context_input=32"):
+        tiny_config(**SHIPPED, alignment_head="general", alignment_head_context_input=32)
     assert tiny_config(**SHIPPED, alignment_head="bahdanau").architecture_name() == (
         "luong-general+head-bahdanau")
     with pytest.raises(ValueError, match="alignment_head='dot'"):

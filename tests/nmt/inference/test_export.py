@@ -610,9 +610,12 @@ def test_cli_builds_a_shortlist_that_reexports_keep(exports, tiny_pairs_path, tm
 
 @pytest.fixture(scope="module")
 def context_module(tiny_tokenizers) -> TranslationModule:
-    """The tiny model with a head that reads the whole target (`alignment_head_context`)."""
+    """The tiny model with a head that reads the whole target (`alignment_head_context`),
+    projected down first (`alignment_head_context_input`; the shipped model's reader
+    reads the queries whole, and its tests cover that)."""
     return make_tiny_module(tiny_tokenizers, alignment_head="general",
-                            alignment_head_keys="both", alignment_head_context=6)
+                            alignment_head_keys="both", alignment_head_context=6,
+                            alignment_head_context_input=5)
 
 
 @pytest.mark.parametrize("which, n_best", [("module", 1), ("context_module", 3)])
