@@ -236,8 +236,9 @@ def _plain(value):
 
 
 def copy_weights(source: Seq2Seq, target: Seq2Seq) -> int:
-    """Copies `source`'s weights into `target`: all of them when `source` has the same
-    alignment head, or all but the head's when `target` adds a head `source` lacks.
+    """Copies `source`'s weights into `target`: all of them when both have the same
+    alignment head; else all but the heads' (`target`'s head, new or of another shape,
+    starts afresh).
 
     Weights are matched by position (Keras numbers layer names per process,
     so paths differ between two models of one architecture).
@@ -248,22 +249,25 @@ def copy_weights(source: Seq2Seq, target: Seq2Seq) -> int:
     Raises:
         ValueError: the architectures differ (other weight count or shapes).
     """
-    given = list(source.weights)
     shapes = lambda weights: [tuple(w.shape) for w in weights]  # noqa: E731
-    wanted = list(target.weights)
-    if shapes(wanted) != shapes(given):  # the head is new: it starts from scratch
-        head_ids = {id(w) for layer in target.decoder.head_layers for w in layer.weights}
-        wanted = [w for w in wanted if id(w) not in head_ids]
+    wanted, given = list(target.weights), list(source.weights)
+    if shapes(wanted) != shapes(given):
+        wanted, given = _without_head(target), _without_head(source)
     if shapes(wanted) != shapes(given):
         raise ValueError(
             "The starting model does not match the model to train: its model section must "
-            "match the starting model's architecture (only model.alignment_head and "
-            "model.alignment_head_context may be "
-            f"added). Received: {len(given)} weights to start from, {len(wanted)} expected"
+            "match the starting model's architecture (only the model.alignment_head_* "
+            f"settings may differ). Received: {len(given)} weights to start from, "
+            f"{len(wanted)} expected"
         )
     for weight, value in zip(wanted, given, strict=True):
         weight.assign(value)
     return len(given)
+
+
+def _without_head(model: Seq2Seq) -> list:
+    head_ids = {id(w) for layer in model.decoder.head_layers for w in layer.weights}
+    return [w for w in model.weights if id(w) not in head_ids]
 
 
 def model_config(cfg: TrainConfig, tokenizers: TokenizerPair) -> ModelConfig:

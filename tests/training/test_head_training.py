@@ -138,3 +138,19 @@ def test_a_start_without_a_head_gives_every_weight_but_the_new_heads():
     for weight, value in zip([w for w in model.weights if id(w) in head_ids], fresh_head,
                              strict=True):
         np.testing.assert_array_equal(weight.numpy(), value)  # left as initialised
+
+
+def test_a_start_with_another_head_gives_every_weight_but_the_heads():
+    start = tiny_model(head=True)
+    model = Seq2Seq(ModelConfig(source_vocab_size=40, target_vocab_size=40, embedding_dim=8,
+                                hidden_dim=16, alignment_head="general",
+                                alignment_head_context=4, alignment_head_reader="conv"))
+    model.build_for()
+    copied = train_module.copy_weights(start, model)
+    start_head = {id(w) for layer in start.decoder.head_layers for w in layer.weights}
+    head_ids = {id(w) for layer in model.decoder.head_layers for w in layer.weights}
+    assert copied == len(start.weights) - len(start_head)
+    rest = [w for w in model.weights if id(w) not in head_ids]
+    for weight, value in zip(rest, [w for w in start.weights if id(w) not in start_head],
+                             strict=True):
+        np.testing.assert_array_equal(weight.numpy(), value.numpy())
