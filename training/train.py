@@ -256,7 +256,7 @@ def copy_weights(source: Seq2Seq, target: Seq2Seq) -> int:
     if shapes(wanted) != shapes(given):
         raise ValueError(
             "The starting model does not match the model to train: its model section must "
-            "match the starting model's architecture (only the model.alignment_head_* "
+            "match the starting model's architecture (only the model.alignment_head* "
             f"settings may differ). Received: {len(given)} weights to start from, "
             f"{len(wanted)} expected"
         )
