@@ -67,7 +67,9 @@ SUMMARY_FILE = "summary.json"
 TEACHER_BEAM = 5
 STUDENT_BEAM = 1
 # The teacher's metadata that describes the corpus, which its translations come from too.
-INHERITED_METADATA = ("attribution", "data", "licence")
+# The teacher's corpus facts, and its word-link rule (a student aligns with a head
+# trained like the teacher's, whose links are read the same way).
+INHERITED_METADATA = ("attribution", "data", "licence", "word_links")
 # The steps, in order (`run`'s `until`).
 STEPS = ("translate", "train", "export")
 # Student config keys that only decide when training stops: a rerun may change them.
@@ -458,8 +460,8 @@ def _train_step(config: DistillConfig, teacher_dir: Path, state: dict,
 
 
 def export_metadata(config: DistillConfig, teacher_dir: Path) -> dict:
-    """The student export's metadata beyond the run's: the teacher's corpus facts,
-    `config.metadata`, and the recommended decoding."""
+    """The student export's metadata beyond the run's: the teacher's corpus facts and
+    word-link rule, `config.metadata`, and the recommended decoding."""
     teacher = read_export_metadata(teacher_dir)
     return {**{key: teacher[key] for key in INHERITED_METADATA if key in teacher},
             **config.metadata,

@@ -56,6 +56,7 @@ def teacher(tmp_path_factory, tiny_tokenizers) -> Path:
     base = tmp_path_factory.mktemp("teacher") / "tiny"
     module = make_tiny_module(tiny_tokenizers)
     module.metadata["scores"] = TEACHER_SCORES
+    module.metadata["word_links"] = "intersect"
     return export_saved_model(module, base, 3)
 
 
@@ -121,6 +122,7 @@ def test_summary_and_export_record_the_teacher_and_its_decoding(distilled, teach
     assert "distillation" not in metadata["training"]  # said once, at the top
     assert metadata["recommended_decoding"] == {"beam_size": 1}
     assert metadata["attribution"] == "test fixture"  # the teacher's corpus facts
+    assert metadata["word_links"] == "intersect"  # and its link rule
     assert metadata["name"] == "tiny-student"
 
 
