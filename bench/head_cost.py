@@ -112,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     print("|---:|---:|---:|---:|---:|")
     for beam in (int(b) for b in args.beams.split(",")):
         functions = graph_functions(module, beam)
-        searched = [functions.pop("search")(batch) for batch in batches]
+        search = functions.pop("search")
+        searched = [search(batch) for batch in batches]
         inputs = {"translate": [(batch,) for batch in batches]}
         inputs.update({name: searched for name in functions if name != "translate"})
         for name, function in functions.items():  # traced and warmed up

@@ -12,11 +12,11 @@ def test_times_the_translation_the_head_and_its_reader(tiny_tokenizers, tmp_path
                               alignment_head_context=4)
     export_saved_model(module, tmp_path / "headed", 1)
     sentences = tmp_path / "mix.en"
-    sentences.write_text("I like coffee.\nWhere is the station?\nThank you.\n")
+    sentences.write_text("I like coffee.\nWhere is the station?\nThank you.\n" * 23)  # 2 batches
     assert head_cost.main(["--model", str(tmp_path / "headed"), "--sentences", str(sentences),
                            "--beams", "1,3", "--rounds", "1", "--precision", "float32"]) == 0
     out = capsys.readouterr().out
-    assert "float32 path (asked for); 3 lines" in out
+    assert "float32 path (asked for); 69 lines" in out
     rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| 1 ")
             or line.startswith("| 3 ")]
     assert len(rows) == 2
