@@ -66,9 +66,9 @@ SUMMARY_FILE = "summary.json"
 # The teacher's beam (Kim & Rush 2016 use 5) and the student's recommended one (greedy).
 TEACHER_BEAM = 5
 STUDENT_BEAM = 1
-# The teacher's metadata that describes the corpus, which its translations come from too.
-# The teacher's corpus facts, and its word-link rule (a student aligns with a head
-# trained like the teacher's, whose links are read the same way).
+# The teacher's metadata that holds for the student too: the corpus facts (its
+# translations come from that corpus) and the word-link rule (the student's head is
+# trained like the teacher's, and its links are read the same way).
 INHERITED_METADATA = ("attribution", "data", "licence", "word_links")
 # The steps, in order (`run`'s `until`).
 STEPS = ("translate", "train", "export")
