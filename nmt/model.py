@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from nmt.layers.attention import make_attention
 from nmt.layers.decoder import (
+    HEAD_AGREEMENTS,
     HEAD_KEYS,
     BahdanauDecoder,
     LuongDecoder,
@@ -70,6 +71,11 @@ class ModelConfig:
         alignment_head_context_input: width the head's queries are projected
             to before the target reader reads them (`ProjectedReader`; 0: the
             reader reads them whole, `hidden_dim + embedding_dim` wide).
+        alignment_head_agreement: `"none"`, or the head also scores each
+            source piece's distribution over the target and its rows become
+            the two directions' product (`"shared"`: its own scores
+            normalised over the target; `"separate"`: a second attention of
+            the same kind); `nmt.layers.decoder.AttentionDecoder`.
     """
 
     source_vocab_size: int
@@ -96,6 +102,7 @@ class ModelConfig:
     alignment_head_context: int = 0
     alignment_head_reader: str = "lstm"
     alignment_head_context_input: int = 0
+    alignment_head_agreement: str = "none"
 
     def __post_init__(self) -> None:
         _check_choice("decoder", self.decoder, DECODERS)
@@ -105,6 +112,11 @@ class ModelConfig:
             _check_choice("alignment_head", self.alignment_head, HEAD_SCORES)
         _check_choice("alignment_head_keys", self.alignment_head_keys, HEAD_KEYS)
         _check_choice("alignment_head_reader", self.alignment_head_reader, HEAD_READERS)
+        _check_choice("alignment_head_agreement", self.alignment_head_agreement,
+                      HEAD_AGREEMENTS)
+        self._require("alignment_head_agreement",
+                      self.alignment_head_agreement == "none" or self.alignment_head is not None,
+                      '"none" without an alignment head (set model.alignment_head)')
         self._require("alignment_head_context",
                       _is_count(self.alignment_head_context), "an integer >= 0")
         self._require("alignment_head_context_input",
@@ -170,6 +182,8 @@ class ModelConfig:
                     name += f"-{self.alignment_head_reader}"
                 if self.alignment_head_context_input:
                     name += f"-in{self.alignment_head_context_input}"
+            if self.alignment_head_agreement != "none":
+                name += f"-agree-{self.alignment_head_agreement}"
         return name
 
 
@@ -236,10 +250,13 @@ class Seq2Seq(keras.Model):
             self.target_embedding if config.tie_embeddings else None,
             name="output_projection", dtype=policy,
         )
-        head = head_context = None
+        head = head_context = reverse_head = None
         if config.alignment_head is not None:
             head = make_attention(config.alignment_head, config.attention_units,
                                   name="alignment_head", dtype=policy)
+        if config.alignment_head_agreement == "separate":
+            reverse_head = make_attention(config.alignment_head, config.attention_units,
+                                          name="alignment_head_reverse", dtype=policy)
         if config.alignment_head_context and config.alignment_head_reader == "lstm":
             head_context = keras.layers.Bidirectional(
                 keras.layers.LSTM(config.alignment_head_context, return_sequences=True,
@@ -257,6 +274,8 @@ class Seq2Seq(keras.Model):
         )
         common = {"alignment_head": head, "head_keys": config.alignment_head_keys,
                   "head_context": head_context,
+                  "head_agreement": config.alignment_head_agreement,
+                  "reverse_head": reverse_head,
                   "name": "decoder", "dtype": policy}
         if config.decoder == "luong":
             self.decoder = LuongDecoder(*decoder_args, input_feeding=config.input_feeding,
@@ -280,7 +299,9 @@ class Seq2Seq(keras.Model):
 
         Returns:
             dict with `attention (batch, T, S)`, `logits (batch, T, V)` when
-            `project`, and `head (batch, T, S)` with an alignment head.
+            `project`, and `head (batch, T, S)` with an alignment head; with
+            agreement also its two directions, `head_rows` (p(s|t)) and
+            `head_columns` (p(t|s), columns summing to 1 over T).
         """
         memory = self.encode(source, training=training)
         outputs, attention, queries = self.decoder.teacher_forced(target_in, memory, training)
@@ -288,7 +309,11 @@ class Seq2Seq(keras.Model):
         if project:
             out["logits"] = self.decoder.projection(outputs)
         if self.decoder.alignment_head is not None:
-            out["head"] = self.decoder.head_weights(queries, target_out, memory)
+            head = self.decoder.head_distributions(queries, target_out, memory)
+            out["head"] = head["alignment"]
+            if "target_given_source" in head:
+                out["head_rows"] = head["source_given_target"]
+                out["head_columns"] = head["target_given_source"]
         return out
 
     def encode(self, source, training=False) -> Memory:

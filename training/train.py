@@ -48,7 +48,7 @@ import keras
 import tensorflow as tf
 import yaml
 
-from nmt.alignment.guided_alignment import guided_alignment_loss
+from nmt.alignment.guided_alignment import guided_alignment_loss, two_way_alignment_loss
 from nmt.data.corpus import clean_pairs_with_indices, read_pairs
 from nmt.data.datasets import make_train_dataset
 from nmt.data.encoding import concatenate_examples, encode_pairs
@@ -374,7 +374,10 @@ class Trainer:
                                          self.model.config.label_smoothing)
                 if gold is not None and guide.enabled and not frozen:
                     align_loss = guided_alignment_loss(out["attention"], gold, guide.type)
-                if gold is not None and "head" in out:
+                if gold is not None and "head_columns" in out:  # two directions
+                    head_loss = two_way_alignment_loss(out["head_rows"], out["head_columns"],
+                                                       gold, head.type)
+                elif gold is not None and "head" in out:
                     head_loss = guided_alignment_loss(out["head"], gold, head.type)
                 total = loss + guide.weight * align_loss + head.weight * head_loss
                 scaled = total / self.strategy.num_replicas_in_sync

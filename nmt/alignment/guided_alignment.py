@@ -80,3 +80,25 @@ def guided_alignment_loss(attention, gold, loss_type: str = "ce"):
     else:
         per_row = tf.reduce_sum(tf.square(attention - target), axis=-1)  # (batch, T)
     return tf.reduce_sum(per_row * linked) / tf.maximum(tf.reduce_sum(linked), 1.0)
+
+
+def two_way_alignment_loss(rows, columns, gold, loss_type: str = "ce"):
+    """`guided_alignment_loss` of an aligner that scores both directions.
+
+    The rows p(s|t) are matched to the gold rows as `guided_alignment_loss`
+    does, the columns p(t|s) to the gold columns (each source piece's links,
+    scaled to sum to 1); source pieces without links add nothing. The loss
+    is the sum of the two directions' losses.
+
+    Args:
+        rows: float `(batch, T, S)`, each row summing to 1 over S.
+        columns: float `(batch, T, S)`, each column summing to 1 over T.
+        gold: float `(batch, T, S)`, 1 at links.
+        loss_type: `"ce"` or `"mse"`.
+
+    Returns:
+        Scalar float32 loss.
+    """
+    transpose = lambda matrix: tf.linalg.matrix_transpose(tf.cast(matrix, tf.float32))  # noqa: E731
+    return (guided_alignment_loss(rows, gold, loss_type)
+            + guided_alignment_loss(transpose(columns), transpose(gold), loss_type))

@@ -116,6 +116,12 @@ class Attention(keras.layers.Layer):
     def attention_weights(self, query, keys, mask=None, projected_keys=None):
         """The weights alone, float32 `(batch, Tq, Tk)`, for a query `(batch, Tq, dq)`:
         what an aligner needs, without the context vector's product."""
+        return self._masked_softmax(*self.attention_logits(query, keys, mask, projected_keys))
+
+    def attention_logits(self, query, keys, mask=None, projected_keys=None):
+        """The scores before the softmax: `(logits, valid)`, float32 and bool
+        `(batch, Tq, Tk)`, `valid` False at masked keys (and outside a local
+        window). An aligner that normalises them another way starts here."""
         if projected_keys is None:
             projected_keys = self.project_keys(keys)  # (batch, Tk, d)
         logits = tf.cast(self._score(query, projected_keys), tf.float32)  # (batch, Tq, Tk)
@@ -125,7 +131,7 @@ class Attention(keras.layers.Layer):
         valid = tf.broadcast_to(mask[:, None, :], tf.shape(logits))  # (batch, Tq, Tk)
         if self.local_window is not None:
             logits, valid = self._apply_local_window(query, logits, valid, mask)
-        return self._masked_softmax(logits, valid)
+        return logits, valid
 
     def compute_mask(self, *args, **kwargs):
         return None

@@ -25,6 +25,16 @@ from nmt.layers.attention import Attention
 
 _CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 HEAD_KEYS = ("encoder", "embedding", "both")
+# How an alignment head's rows p(s|t) meet a distribution in the other direction:
+# "shared" normalises the head's own scores over the target too, "separate"
+# scores the reverse direction with a second attention of the same kind.
+HEAD_AGREEMENTS = ("none", "shared", "separate")
+
+
+def _masked_log_softmax(logits, valid, axis: int):
+    """log-softmax of `logits` along `axis` over the `valid` cells alone (the
+    others' values are meaningless: callers mask them)."""
+    return tf.nn.log_softmax(tf.where(valid, logits, -1e9), axis=axis)
 
 
 class Memory(NamedTuple):
@@ -231,13 +241,33 @@ class AttentionDecoder(keras.layers.Layer):
             (`(batch, T, d)` with a mask -> `(batch, T, d')`, e.g. a
             bidirectional LSTM), whose output is appended to each query, so a
             row sees the pieces after its own too; None for none.
+        head_agreement: `"none"`, or the head also gives each source piece a
+            distribution over the target pieces, p(t|s) (the target's end of
+            sentence as its "unaligned"), and its rows become the two
+            directions' product, renormalised over the source: alignment by
+            agreement (Liang et al. 2006; Cheng et al. 2016), within one
+            model. `"shared"`: p(t|s) normalises the head's own scores over
+            the target; `"separate"`: scored by `reverse_head`.
+        reverse_head: the `Attention` of `"separate"` agreement (same kind
+            as `alignment_head`, its own weights), else None.
     """
 
     def __init__(self, embedding, attention: Attention, hidden_dim: int, num_layers: int,
                  cell: str, output_dim: int, projection: OutputProjection,
                  dropout: float = 0.0, alignment_head: Attention | None = None,
-                 head_keys: str = "encoder", head_context=None, **kwargs):
+                 head_keys: str = "encoder", head_context=None, head_agreement: str = "none",
+                 reverse_head: Attention | None = None, **kwargs):
         super().__init__(**kwargs)
+        if head_agreement not in HEAD_AGREEMENTS:
+            raise ValueError(f"head_agreement must be one of {HEAD_AGREEMENTS}. "
+                             f"Received: head_agreement={head_agreement!r}")
+        if head_agreement != "none" and alignment_head is None:
+            raise ValueError("head_agreement needs an alignment_head. Received: "
+                             "alignment_head=None")
+        if (head_agreement == "separate") != (reverse_head is not None):
+            raise ValueError("reverse_head is the attention of head_agreement='separate', "
+                             "and only of it. Received: "
+                             f"head_agreement={head_agreement!r}, reverse_head={reverse_head!r}")
         if head_keys not in HEAD_KEYS:
             raise ValueError(f"head_keys must be one of {HEAD_KEYS}. "
                              f"Received: head_keys={head_keys!r}")
@@ -247,6 +277,8 @@ class AttentionDecoder(keras.layers.Layer):
         self.alignment_head = alignment_head
         self.head_keys = head_keys
         self.head_context = head_context
+        self.head_agreement = head_agreement
+        self.reverse_head = reverse_head
         if cell not in _CELLS:
             raise ValueError(f"cell must be one of {sorted(_CELLS)}. Received: cell={cell!r}")
         self.embedding = embedding
@@ -285,6 +317,9 @@ class AttentionDecoder(keras.layers.Layer):
             "head_keys": self.head_keys,
             "head_context": (None if self.head_context is None
                              else serialize(self.head_context)),
+            "head_agreement": self.head_agreement,
+            "reverse_head": (None if self.reverse_head is None
+                             else serialize(self.reverse_head)),
         }
 
     @classmethod
@@ -294,7 +329,7 @@ class AttentionDecoder(keras.layers.Layer):
         serialized_embedding = config["embedding"]
         config["embedding"] = deserialize(serialized_embedding)
         config["attention"] = deserialize(config["attention"])
-        for name in ("alignment_head", "head_context"):
+        for name in ("alignment_head", "head_context", "reverse_head"):
             if config.get(name) is not None:
                 config[name] = deserialize(config[name])
         projection = config["projection"]
@@ -333,6 +368,12 @@ class AttentionDecoder(keras.layers.Layer):
             if not head.built:
                 head.build((None, None, self.head_query_dim), keys.shape)
             head_keys = head.project_keys(keys)
+            if self.reverse_head is not None:
+                if not self.reverse_head.built:
+                    self.reverse_head.build((None, None, self.head_query_dim), keys.shape)
+                # Both directions' keys travel as one tensor (search gathers it as
+                # sentences finish); `_head_logits` splits it.
+                head_keys = tf.concat([head_keys, self.reverse_head.project_keys(keys)], -1)
         return Memory(memory, self.attention.project_keys(memory), mask, head_keys)
 
     def initial_state(self, memory: Memory) -> dict:
@@ -439,7 +480,8 @@ class AttentionDecoder(keras.layers.Layer):
     @property
     def head_layers(self) -> list:
         """The layers only the alignment head uses (what frozen-head training trains)."""
-        return [layer for layer in (self.alignment_head, self.head_context) if layer is not None]
+        return [layer for layer in (self.alignment_head, self.head_context, self.reverse_head)
+                if layer is not None]
 
     @property
     def head_query_dim(self) -> int:
@@ -450,7 +492,8 @@ class AttentionDecoder(keras.layers.Layer):
         return width
 
     def head_weights(self, queries, target_out, memory: Memory):
-        """Alignment-head rows, float32, each summing to 1 over the source.
+        """Alignment-head rows, float32, each summing to 1 over the source
+        (with agreement: the two directions' product, renormalised).
 
         Args:
             queries: `(batch, T, hidden)`, h_j for every target position (from
@@ -463,6 +506,15 @@ class AttentionDecoder(keras.layers.Layer):
         Returns:
             `(batch, T, S)` or `(batch, N, T, S)`.
         """
+        return self.head_distributions(queries, target_out, memory)["alignment"]
+
+    def head_distributions(self, queries, target_out, memory: Memory) -> dict:
+        """What the head computes, float32, shaped as `head_weights`' result:
+        `alignment` (its rows, as `head_weights`), and with agreement also
+        `source_given_target` (p(s|t), each row summing to 1 over the source)
+        and `target_given_source` (p(t|s) at [t, s], each column summing to 1
+        over the target pieces, end of sentence included), which training
+        supervises one each."""
         # Search keeps its states in float32; under a mixed policy the layers compute in
         # bfloat16 (a training run's dev evaluation). No-op under float32.
         queries = tf.cast(queries, self.compute_dtype)
@@ -475,11 +527,29 @@ class AttentionDecoder(keras.layers.Layer):
             query = self._with_target_context(query, target_out)
         batch = tf.shape(target_out)[0]
         flat = tf.reshape(query, [batch, -1, query.shape[-1]])  # (batch, N*T, d)
-        weights = self.alignment_head.attention_weights(
-            flat, memory.values, mask=memory.mask, projected_keys=memory.head_keys,
+        shape = tf.concat([tf.shape(target_out), tf.shape(memory.mask)[1:]], 0)
+        head_keys = memory.head_keys
+        if self.reverse_head is not None:
+            head_keys, reverse_keys = tf.split(head_keys, 2, axis=-1)
+        logits, valid = self.alignment_head.attention_logits(
+            flat, memory.values, mask=memory.mask, projected_keys=head_keys,
         )  # (batch, N*T, S)
-        weights = tf.reshape(weights, tf.concat([tf.shape(target_out), tf.shape(weights)[2:]], 0))
-        return tf.cast(weights, tf.float32)
+        rows = tf.reshape(Attention._masked_softmax(logits, valid), shape)  # p(s|t)
+        if self.head_agreement == "none":
+            return {"alignment": rows}
+        if self.reverse_head is not None:
+            logits, valid = self.reverse_head.attention_logits(
+                flat, memory.values, mask=memory.mask, projected_keys=reverse_keys)
+        # Each hypothesis' own target pieces (end of sentence in, padding out).
+        logits, valid = tf.reshape(logits, shape), tf.reshape(valid, shape)
+        valid = valid & (target_out > 0)[..., None]
+        columns = _masked_log_softmax(logits, valid, axis=-2)  # log p(t|s)
+        log_rows = tf.math.log(tf.maximum(rows, 1e-30))
+        return {
+            "alignment": Attention._masked_softmax(log_rows + columns, valid),
+            "source_given_target": rows,
+            "target_given_source": tf.exp(columns) * tf.cast(valid, tf.float32),
+        }
 
     def _with_target_context(self, query, target_out):
         """Appends the head context's reading of each hypothesis' queries, one

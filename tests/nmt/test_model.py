@@ -381,9 +381,11 @@ def test_model_accepts_a_config_dict():
      {**SHIPPED, "alignment_head": "general", "alignment_head_context": 4,
       "alignment_head_reader": "conv"},
      {**SHIPPED, "alignment_head": "general", "alignment_head_context": 4,
-      "alignment_head_context_input": 6}],
+      "alignment_head_context_input": 6},
+     {**SHIPPED, "alignment_head": "general", "alignment_head_context": 4,
+      "alignment_head_agreement": "separate"}],
     ids=["shipped", "bahdanau-gru", "head-lstm-context", "head-conv-context",
-         "head-projected-context"],
+         "head-projected-context", "head-agreement"],
 )
 def test_keras_file_round_trip(overrides, tmp_path):
     model = shared_model(**overrides)
@@ -499,7 +501,9 @@ def test_head_weights_come_after_the_shipped_architecture():
 # projected down.
 READERS = {"lstm": {"alignment_head_reader": "lstm"},
            "conv": {"alignment_head_reader": "conv"},
-           "lstm-projected": {"alignment_head_reader": "lstm", "alignment_head_context_input": 6}}
+           "lstm-projected": {"alignment_head_reader": "lstm", "alignment_head_context_input": 6},
+           "lstm-agreement": {"alignment_head_reader": "lstm",
+                              "alignment_head_agreement": "shared"}}
 
 
 @pytest.mark.parametrize("reader", READERS)
@@ -521,7 +525,7 @@ def test_head_context_reads_the_pieces_after_a_row_and_ignores_padding(reader):
     short = context.forward(source, tf.constant(TARGET_IN), tf.constant(TARGET_OUT))["head"]
     long = context.forward(source, *map(tf.constant, padded))["head"].numpy()
     np.testing.assert_allclose(long[:, :TARGET_OUT.shape[1]], short.numpy(), atol=1e-5)
-    np.testing.assert_allclose(short.numpy().sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(short.numpy().sum(-1)[TARGET_OUT != 0], 1.0, atol=1e-5)
 
 
 @pytest.mark.parametrize("reader", READERS)
@@ -563,3 +567,45 @@ def test_head_config_checks_and_names():
         "luong-general+head-bahdanau")
     with pytest.raises(ValueError, match="alignment_head='dot'"):
         tiny_config(alignment_head="dot")
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+def agreement_model(agreement: str) -> Seq2Seq:
+    return shared_model(**SHIPPED, alignment_head="general", alignment_head_keys="both",
+                        alignment_head_context=4, alignment_head_agreement=agreement)
+
+
+@pytest.mark.parametrize("agreement", ["shared", "separate"])
+def test_agreement_rows_are_the_two_directions_product(agreement):
+    model = agreement_model(agreement)
+    out = model.forward(tf.constant(SOURCE), tf.constant(TARGET_IN), tf.constant(TARGET_OUT))
+    rows, columns, head = (out[k].numpy() for k in ("head_rows", "head_columns", "head"))
+    valid = (TARGET_OUT != 0)[:, :, None] & (SOURCE != 0)[:, None, :]  # (B, T, S)
+    real_rows, real_columns = valid.any(-1), valid.any(-2)
+    np.testing.assert_allclose(rows.sum(-1)[real_rows], 1.0, atol=1e-5)
+    np.testing.assert_allclose(columns.sum(-2)[real_columns], 1.0, atol=1e-5)
+    assert np.all(columns[~valid] == 0) and np.all(head[~valid] == 0)
+    product = np.where(valid, rows * columns, 0.0)
+    expected = product / np.maximum(product.sum(-1, keepdims=True), 1e-30)
+    np.testing.assert_allclose(head, expected, atol=1e-5)
+    # "shared" normalises one score matrix both ways: log rows - log columns is then
+    # a_s - b_t (each axis' normaliser), so its double differences vanish.
+    first = 0  # the sentence with 5 target and 6 source pieces, all real
+    gap = np.log(rows[first]) - np.log(columns[first])
+    double = gap - gap[:1] - gap[:, :1] + gap[:1, :1]
+    assert (np.abs(double).max() < 1e-3) == (agreement == "shared"), np.abs(double).max()
+
+
+def test_agreement_is_a_config_choice():
+    config = tiny_config(**SHIPPED, alignment_head="general",
+                         alignment_head_agreement="separate")
+    assert config.architecture_name() == "luong-general+head-general-agree-separate"
+    with pytest.raises(ValueError, match="alignment_head_agreement='both'"):
+        tiny_config(alignment_head="general", alignment_head_agreement="both")
+    with pytest.raises(ValueError, match="alignment_head_agreement='shared'"):
+        tiny_config(alignment_head_agreement="shared")  # no head
+    separate = agreement_model("separate").decoder
+    assert separate.reverse_head in separate.head_layers
+    assert agreement_model("shared").decoder.reverse_head is None

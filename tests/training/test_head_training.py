@@ -37,11 +37,12 @@ def aer(out) -> float:
 
 
 def head_config(tmp_path, name: str, train: str, init_from=None, steps: int = 200,
-                context: int = 0):
+                context: int = 0, agreement: str = "none"):
     path = write_run_config(tmp_path, name, guided=False)
     config = yaml.safe_load(path.read_text())
     config["model"]["alignment_head"] = "general"
     config["model"]["alignment_head_context"] = context
+    config["model"]["alignment_head_agreement"] = agreement
     config["data"]["train_alignments"] = str(tmp_path / "gold.txt")
     config["alignment_head"] = {"train": train, **({"init_from": str(init_from)}
                                                     if init_from else {})}
@@ -59,11 +60,13 @@ def plain_run(tmp_path_factory):
     return tmp_path, run
 
 
-@pytest.mark.parametrize("context", [0, 8])
-def test_frozen_head_aligns_far_better_and_changes_no_translation(plain_run, context):
+@pytest.mark.parametrize("context, agreement", [(0, "none"), (8, "none"), (8, "separate")])
+def test_frozen_head_aligns_far_better_and_changes_no_translation(plain_run, context,
+                                                                  agreement):
     tmp_path, plain = plain_run
-    name = f"frozen{context}"
-    config = head_config(tmp_path, name, "frozen", init_from=plain, steps=150, context=context)
+    name = f"frozen{context}-{agreement}"
+    config = head_config(tmp_path, name, "frozen", init_from=plain, steps=150, context=context,
+                         agreement=agreement)
     run = train_module.run(config, tmp_path / name)
     plain_module, plain_out = forced(plain)
     head_module, head_out = forced(run)
@@ -71,7 +74,7 @@ def test_frozen_head_aligns_far_better_and_changes_no_translation(plain_run, con
     assert aer(head_out) < aer(plain_out) - 0.2, (aer(head_out), aer(plain_out))
     # Every weight but the head's is the starting run's, so translations are identical.
     head_layers = head_module.model.decoder.head_layers
-    assert len(head_layers) == (2 if context else 1)
+    assert len(head_layers) == 1 + bool(context) + (agreement == "separate")
     head_ids = {id(w) for layer in head_layers for w in layer.weights}
     rest = [w for w in head_module.model.weights if id(w) not in head_ids]
     for weight, start in zip(rest, plain_module.model.weights, strict=True):

@@ -4,7 +4,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from nmt.alignment.guided_alignment import gold_alignment_matrix, guided_alignment_loss
+from nmt.alignment.guided_alignment import (
+    gold_alignment_matrix,
+    guided_alignment_loss,
+    two_way_alignment_loss,
+)
 
 
 def softmax_rows(logits):
@@ -88,3 +92,23 @@ def test_gold_matrix_from_links():
     expected = np.zeros((2, 3, 4), np.float32)
     expected[0, 0, 0] = expected[0, 1, 2] = 1
     np.testing.assert_array_equal(gold, expected)
+
+
+@pytest.mark.parametrize("kind", ["ce", "mse"])
+def test_two_way_loss_adds_the_columns_loss(example, kind):
+    rows, gold = example
+    rng = np.random.default_rng(4)
+    columns = softmax_rows(rng.normal(size=(2, 5, 4))).transpose(0, 2, 1).astype(np.float32)
+    loss = two_way_alignment_loss(tf.constant(rows), tf.constant(columns), tf.constant(gold),
+                                  kind)
+    # The columns' reference: each source piece's links over the target, written out.
+    total, count = 0.0, 0
+    for b in range(2):
+        for s in range(5):
+            mass = gold[b, :, s].sum()
+            if mass:
+                q, a = gold[b, :, s] / mass, columns[b, :, s]
+                total += -(q * np.log(a + 1e-6)).sum() if kind == "ce" else ((a - q) ** 2).sum()
+                count += 1
+    expected = reference_loss(rows, gold, kind) + total / count
+    np.testing.assert_allclose(float(loss), expected, rtol=1e-5)

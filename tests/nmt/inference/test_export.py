@@ -618,7 +618,18 @@ def context_module(tiny_tokenizers) -> TranslationModule:
                             alignment_head_context_input=5)
 
 
-@pytest.mark.parametrize("which, n_best", [("module", 1), ("context_module", 3)])
+@pytest.fixture(scope="module")
+def agreement_module(tiny_tokenizers) -> TranslationModule:
+    """The tiny model whose head also scores the reverse direction with its own
+    attention (`alignment_head_agreement: separate`): both directions' keys travel
+    in the search's memory."""
+    return make_tiny_module(tiny_tokenizers, alignment_head="general",
+                            alignment_head_keys="both", alignment_head_context=6,
+                            alignment_head_agreement="separate")
+
+
+@pytest.mark.parametrize("which, n_best", [("module", 1), ("context_module", 3),
+                                           ("agreement_module", 2)])
 def test_search_rows_of_the_head_equal_forced_alignment_of_the_translation(which, n_best,
                                                                            request):
     # The head's row of each piece, carried through beam search, is the row that forced
