@@ -220,14 +220,25 @@ def _head(summary: dict, model: dict, minutes: float, metadata_links: str) -> li
             "both": "the encoder states and source piece embeddings"}[
         model.get("alignment_head_keys", "encoder")]
     context = model.get("alignment_head_context") or 0
+    projected = model.get("alignment_head_context_input") or 0
+    reader = (f"two convolutions of width 5 ({2 * context} filters)"
+              if model.get("alignment_head_reader") == "conv" else
+              f"a bidirectional LSTM ({context} units a direction)")
     reads = ("[h_j; embedding(y_j)] (it has read the piece it aligns)" if not context else
-             f"[h_j; embedding(y_j)] followed by a bidirectional LSTM ({context} units a "
-             "direction) over those vectors along the whole target (it has read the piece it "
-             "aligns and the pieces around it)")
+             f"[h_j; embedding(y_j)] followed by {reader} over those vectors"
+             + (f" projected to {projected}" if projected else "")
+             + " along the whole target (it has read the piece it aligns and the pieces "
+             "around it)")
+    agreement = model.get("alignment_head_agreement", "none")
+    agrees = "" if agreement == "none" else (
+        "; it also gives each source piece a distribution over the target pieces ("
+        + ("its own scores normalised over the target" if agreement == "shared" else
+           "a second attention of the same kind") + "), and its rows are the two "
+        "directions' product, renormalised (alignment by agreement)")
     lines = [
         f"- Alignment head: a `{model['alignment_head']}` attention whose query for target "
         f"piece j is {reads} and whose keys "
-        f"are {keys}; it gives `alignments` and the word links (read by the "
+        f"are {keys}{agrees}; it gives `alignments` and the word links (read by the "
         f"`{metadata_links}` rule), and does not feed the prediction; the decoder's own "
         f"attention is the `attention` output. Supervised by eflomal word alignments of "
         f"the training pairs "

@@ -148,6 +148,20 @@ def test_card_of_a_frozen_head_describes_the_head_and_the_model_under_it(tmp_pat
                                       "pairs": 522}}, export)
     assert ("[h_j; embedding(y_j)] followed by a bidirectional LSTM (256 units a direction) "
             "over those vectors along the whole target") in card
+    assert "agreement" not in card
+
+    # A projected reader and a head that agrees with its reverse direction say so.
+    metadata["model_config"].update(alignment_head_context=128,
+                                    alignment_head_context_input=128,
+                                    alignment_head_agreement="separate")
+    (export / METADATA_PATH).write_text(json.dumps(metadata))
+    card = render(run, {"alignment": {"aer": 0.2, "precision": 0.8, "recall": 0.8,
+                                      "pairs": 522}}, export)
+    assert ("a bidirectional LSTM (128 units a direction) over those vectors projected to 128 "
+            "along the whole target") in card
+    assert ("; it also gives each source piece a distribution over the "
+            "target pieces (a second attention of the same kind), and its rows are the two "
+            "directions' product, renormalised (alignment by agreement); it gives") in card
 
 
 def test_reproduce_of_a_distilled_export_is_one_distill_command():
