@@ -372,7 +372,7 @@ class AttentionDecoder(keras.layers.Layer):
                 if not self.reverse_head.built:
                     self.reverse_head.build((None, None, self.head_query_dim), keys.shape)
                 # Both directions' keys travel as one tensor (search gathers it as
-                # sentences finish); `_head_logits` splits it.
+                # sentences finish); `head_distributions` splits it.
                 head_keys = tf.concat([head_keys, self.reverse_head.project_keys(keys)], -1)
         return Memory(memory, self.attention.project_keys(memory), mask, head_keys)
 
