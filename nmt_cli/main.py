@@ -1,5 +1,5 @@
-"""The `nmt` command: serve, translate, align, batch, train, align-corpus, distill, evaluate,
-export."""
+"""The `nmt` command: serve, translate, align, batch, corpus, train, align-corpus, distill,
+evaluate, export."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from nmt.options import (
 )
 from nmt_cli.extras import missing_extra_message
 from serving.cli import add_serve_parser
+from training.corpus.cli import add_corpus_parser
 from training.distill import add_distill_parser
 
 VERBOSE_ENV = "NMT_VERBOSE"
@@ -541,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_evaluate(sub)
     _add_align(sub)
     _add_train(sub)
+    add_corpus_parser(sub)
     _add_align_corpus(sub)
     _add_export(sub)
     _add_role_command(sub, "serve", add_serve_parser)

@@ -187,11 +187,24 @@ class TrainConfig:
     optim: OptimConfig
     guided_alignment: GuidedAlignmentConfig = GuidedAlignmentConfig()
     alignment_head: AlignmentHeadConfig = AlignmentHeadConfig()
+    # Warm start: an exported model version or a training run whose tokenizers and
+    # weights (all but an alignment head of another shape) start this run; its
+    # `model` section must match that model's architecture.
+    init_from: str | None = None
 
     def __post_init__(self) -> None:
         if self.model.get("alignment_head") is None and self.alignment_head.init_from:
             raise ValueError("alignment_head.init_from is set but the model has no head: "
-                             "set model.alignment_head (general, bahdanau or concat)")
+                             "set model.alignment_head (general, bahdanau or concat), or "
+                             "start the whole model with the top-level init_from")
+        if self.init_from and self.alignment_head.init_from:
+            raise ValueError("Set init_from (a warm start) or alignment_head.init_from (a head "
+                             "trained on a model), not both")
+
+    @property
+    def starts_from(self) -> str | None:
+        """The model whose tokenizers and weights start the run, if any."""
+        return self.init_from or self.alignment_head.init_from
 
     @property
     def has_head(self) -> bool:
@@ -251,6 +264,8 @@ def read_raw_config(path: str | Path, overrides: dict[str, Any] | None = None) -
     if data.get("train_alignments"):
         data["train_alignments"] = str((path.parent / data["train_alignments"]).resolve())
     raw["data"] = data
+    if raw.get("init_from"):
+        raw["init_from"] = str((path.parent / raw["init_from"]).resolve())
     head = dict(raw.get("alignment_head") or {})
     if head.get("init_from"):
         head["init_from"] = str((path.parent / head["init_from"]).resolve())
@@ -274,4 +289,5 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
             GuidedAlignmentConfig, raw.get("guided_alignment"), "guided_alignment"
         ),
         alignment_head=_section(AlignmentHeadConfig, raw.get("alignment_head"), "alignment_head"),
+        init_from=raw.get("init_from"),
     )

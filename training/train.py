@@ -49,7 +49,7 @@ import tensorflow as tf
 import yaml
 
 from nmt.alignment.guided_alignment import guided_alignment_loss, two_way_alignment_loss
-from nmt.data.corpus import clean_pairs_with_indices, read_pairs
+from nmt.data.corpus import clean_pairs_with_indices, iter_pairs, read_pairs
 from nmt.data.datasets import make_train_dataset
 from nmt.data.encoding import concatenate_examples, encode_pairs
 from nmt.data.tokenizer import TokenizerPair, train_tokenizers
@@ -97,13 +97,13 @@ class WarmupInverseSqrt(keras.optimizers.schedules.LearningRateSchedule):
 
 
 def prepare_tokenizers(cfg: TrainConfig, run_dir: Path, pairs) -> TokenizerPair:
-    """Loads the run's tokenizers, or takes those of `alignment_head.init_from`, or
-    trains them on the training pairs."""
+    """Loads the run's tokenizers, or takes those of the model the run starts from
+    (`init_from`, `alignment_head.init_from`), or trains them on the training pairs."""
     directory = run_dir / "tokenizer"
     if (directory / "tokenizer.json").exists():
         return TokenizerPair.load(directory)
-    if cfg.alignment_head.init_from:
-        tokenizers = starting_module(cfg.alignment_head.init_from).tokenizers
+    if cfg.starts_from:
+        tokenizers = starting_module(cfg.starts_from).tokenizers
         tokenizers.save(directory)
         return tokenizers
     log.info("training SentencePiece (vocab %d, joint=%s)", cfg.tokenizer.vocab_size,
@@ -138,10 +138,16 @@ def load_corpora(cfg: TrainConfig, run_dir: Path):
             max_tokens_per_sentence=cfg.data.max_tokens_per_sentence,
             seed=cfg.optim.seed,
         )
-    dev = read_pairs(cfg.data.dev)
+    dev = read_dev_pairs(cfg.data.dev)
     if cfg.data.dev_limit:
         dev = dev[: cfg.data.dev_limit]
     return tokenizers, corpus, dev
+
+
+def read_dev_pairs(path: str | Path) -> list[tuple[str, str, str]]:
+    """`(source, reference, domain)` of a dev file; the domain is its third column
+    (`nmt corpus` writes the source's name there), "" where there is none."""
+    return [(english, french, domain) for _, english, french, domain in iter_pairs(path)]
 
 
 def prepare_alignments(cfg: TrainConfig, run_dir: Path, raw_pairs, tokenizers) -> Path:
@@ -293,7 +299,12 @@ class Trainer:
         self.cfg, self.run_dir = cfg, run_dir
         self.out_dir = out_dir or run_dir
         self.corpus, self.tokenizers = corpus, tokenizers
-        self.dev_sources, self.dev_references = group_references(dev_pairs)
+        self.dev_sources, self.dev_references = group_references(
+            (source, reference) for source, reference, *_ in dev_pairs)
+        domain_of: dict[str, str] = {}
+        for source, _, *domain in dev_pairs:
+            domain_of.setdefault(source, domain[0] if domain else "")
+        self.dev_domains = [domain_of[source] for source in self.dev_sources]
         self.strategy = strategy or pick_strategy()
         self.workers = worker_count(self.strategy)
         keras.mixed_precision.set_global_policy(cfg.optim.precision)
@@ -302,11 +313,11 @@ class Trainer:
             self.model = Seq2Seq(model_config(cfg, tokenizers))
             self.model.build_for()
             self.starting_model: dict = {}
-            if self.head.init_from:
-                start = starting_module(self.head.init_from)
+            if cfg.starts_from:
+                start = starting_module(cfg.starts_from)
                 copied = copy_weights(start.model, self.model)
-                log.info("started from %s (%d weights)", self.head.init_from, copied)
-                self.starting_model = starting_record(self.head.init_from, start.metadata)
+                log.info("started from %s (%d weights)", cfg.starts_from, copied)
+                self.starting_model = starting_record(cfg.starts_from, start.metadata)
             self.trained_variables = (
                 [v for layer in self.model.decoder.head_layers for v in layer.trainable_variables]
                 if self.head.frozen
@@ -402,8 +413,18 @@ class Trainer:
             out = self.module.translate_greedy(batch)
             hypotheses.extend(t.decode("utf-8") for t in out["translations"].numpy())
         scores = corpus_scores(hypotheses, self.dev_references)
-        return {"bleu": scores.bleu, "chrf": scores.chrf, "seconds": time.time() - started,
-                "example": hypotheses[0] if hypotheses else ""}
+        result = {"bleu": scores.bleu, "chrf": scores.chrf, "seconds": time.time() - started,
+                  "example": hypotheses[0] if hypotheses else ""}
+        domains = sorted(set(self.dev_domains))
+        if len(domains) > 1:  # a mixed dev set (`nmt corpus`): each domain's scores too
+            result["domains"] = {}
+            for domain in domains:
+                rows = [i for i, d in enumerate(self.dev_domains) if d == domain]
+                part = corpus_scores([hypotheses[i] for i in rows],
+                                     [self.dev_references[i] for i in rows])
+                result["domains"][domain or "unnamed"] = {"bleu": round(part.bleu, 2),
+                                                          "chrf": round(part.chrf, 2)}
+        return result
 
     def _log_attention_image(self, step: int) -> None:
         from nmt.alignment.plots import attention_figure_png
@@ -560,6 +581,9 @@ class Trainer:
         with self.writer.as_default():
             tf.summary.scalar("dev/bleu", result["bleu"], step=step)
             tf.summary.scalar("dev/chrf", result["chrf"], step=step)
+            for domain, scores in result.get("domains", {}).items():
+                tf.summary.scalar(f"dev_{domain}/bleu", scores["bleu"], step=step)
+                tf.summary.scalar(f"dev_{domain}/chrf", scores["chrf"], step=step)
         self._log_attention_image(step)
         log.info("step %d dev BLEU %.2f chrF %.2f%s (%.0fs) e.g. %r", step, result["bleu"],
                  result["chrf"], " *best*" if improved else "", result["seconds"],
@@ -654,6 +678,8 @@ def start_run_directory(config_path: str | Path, run_dir: Path, *, resume: bool,
         # data paths relative to the run directory, so the run can move with its data.
         effective = read_raw_config(config_path, overrides)
         effective["data"] = relative_data_paths(effective["data"], run_dir)
+        if effective.get("init_from"):
+            effective["init_from"] = os.path.relpath(effective["init_from"], run_dir.resolve())
         if (effective.get("alignment_head") or {}).get("init_from"):
             head = effective["alignment_head"]
             head["init_from"] = os.path.relpath(head["init_from"], run_dir.resolve())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +30,35 @@ def _open_text(path: str | Path) -> io.TextIOBase:
     return open(path, encoding="utf-8-sig", newline="\n")
 
 
+def iter_pairs(path: str | Path) -> Iterator[tuple[int, str, str, str]]:
+    """Streams `English<TAB>French[<TAB>origin]` lines without holding the file.
+
+    Blank lines are skipped; columns after the third are ignored.
+
+    Args:
+        path: a UTF-8 TSV file, optionally `.gz`.
+
+    Yields:
+        `(line_number, english, french, origin)`, each side stripped of
+        surrounding whitespace; `origin` is "" when the line has no third column.
+
+    Raises:
+        ValueError: a line has fewer than two columns (its number and text).
+    """
+    with _open_text(path) as lines:
+        for number, line in enumerate(lines, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            columns = line.split("\t")
+            if len(columns) < 2:
+                raise ValueError(
+                    f"{path}:{number}: expected 'English<TAB>French'. Received: {line!r}"
+                )
+            origin = columns[2].strip() if len(columns) > 2 else ""
+            yield number, columns[0].strip(), columns[1].strip(), origin
+
+
 def read_pairs(path: str | Path) -> list[Pair]:
     """Reads `English<TAB>French` lines.
 
@@ -43,19 +72,7 @@ def read_pairs(path: str | Path) -> list[Pair]:
         `(english, french)` pairs in file order, each side stripped of
         surrounding whitespace.
     """
-    pairs = []
-    with _open_text(path) as lines:
-        for number, line in enumerate(lines, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            columns = line.split("\t")
-            if len(columns) < 2:
-                raise ValueError(
-                    f"{path}:{number}: expected 'English<TAB>French'. Received: {line!r}"
-                )
-            pairs.append((columns[0].strip(), columns[1].strip()))
-    return pairs
+    return [(english, french) for _, english, french, _ in iter_pairs(path)]
 
 
 def read_lines(path: str | Path) -> list[str]:
