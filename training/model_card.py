@@ -2,13 +2,17 @@
 
     python -m training.model_card --run runs/en-fr --evaluation evaluation.json \
         --export models/en-fr/5 --out models/en-fr/MODEL_CARD.md \
-        [--other 'NAME=nmt-evaluate.json' ...]
+        [--other 'NAME=nmt-evaluate.json' ...] [--corpus DIR]
 
 Every figure and fact about the run in the card (pairs, steps, time, machine,
 guidance) is read from the run's `summary.json`, `history.jsonl` and
 `config.yaml`, the JSON written by `nmt evaluate --json`, and the export's
 metadata, so the card never states a number no command produced, and
-rendering it on another machine changes nothing.
+rendering it on another machine changes nothing. A run on a corpus of
+`nmt corpus` (a `manifest.json` beside its `data.train`) gets its sources,
+counts, licences and attributions from that manifest; the card refuses to
+guess when the training file is not where the run's config says (`--corpus`
+names the directory it is in now).
 """
 
 from __future__ import annotations
@@ -17,9 +21,12 @@ import argparse
 import json
 from pathlib import Path
 
+import yaml
+
 from nmt.constants import METADATA_PATH
 from nmt.inference.precision import BOTH, export_flag
 from nmt.types import RECOMMENDED_DECODING, DecodeOptions, recommended_options
+from training.corpus.build import MANIFEST
 
 ATTRIBUTION = "Sentence pairs from www.manythings.org/anki and tatoeba.org (CC-BY 2.0 FR)"
 
@@ -33,13 +40,14 @@ def reproduce(version: str, average: int = 0, precision: str = BOTH,
               shortlist: dict | None = None, start: dict | None = None,
               run_name: str = "en-fr", links: str = "argmax",
               distillation: dict | None = None,
-              recommended: dict | None = None) -> tuple[str, ...]:
+              recommended: dict | None = None, corpus: str | None = None) -> tuple[str, ...]:
     """The commands that produce export `version` and its scores (from the repo root,
     with the data under $NMT_DATA_DIR, by default ../shared/data beside the checkout).
 
     Args:
-        start: the `starting_model` record of a run that started from an export
-            (a frozen alignment head): its export is reproduced first.
+        start: the `starting_model` record of a run that started from another model:
+            from an export (a frozen alignment head), that export is reproduced first;
+            from a run (a record without `version`), that run is trained first.
         run_name: the run's config name (`training/configs/<run_name>.yaml`).
         links: the export's word-link rule.
         precision: its `nmt export --precision` (`nmt.inference.precision.export_flag`).
@@ -47,6 +55,10 @@ def reproduce(version: str, average: int = 0, precision: str = BOTH,
             (`training.distill`): one `nmt distill` makes the data, trains and
             exports.
         recommended: the export's `recommended_decoding`.
+        corpus: the name of the `nmt corpus` recipe the runs trained on
+            (`training/corpora/<corpus>.yaml`): the corpus is built first, and the
+            corpus and runs live in ../runs beside the checkout, where the configs'
+            data paths point.
     """
     export = f"models/en-fr/{version}"
     data = "../shared/data"
@@ -57,7 +69,9 @@ def reproduce(version: str, average: int = 0, precision: str = BOTH,
                    f"--shortlist-size {shortlist['frequent']} {shortlist['per_source_token']} \\\n")
     training = ["nmt train --config training/configs/en-fr.yaml --run runs/en-fr"]
     run = "runs/en-fr"
-    if start:
+    if corpus or (start and "version" not in start):
+        training, run = _training_commands(run_name, start, corpus)
+    elif start:
         base = _export_options(len(start.get("averaged_checkpoints") or ()),
                                export_flag(start))
         training += [
@@ -93,6 +107,33 @@ def reproduce(version: str, average: int = 0, precision: str = BOTH,
         "    --other 'WMT news discussion 2015=models/en-fr/newsdiscuss.json' \\\n"
         "    --out models/en-fr/MODEL_CARD.md",
     )
+
+
+def _training_commands(run_name: str, start: dict | None,
+                       corpus: str | None) -> tuple[list[str], str]:
+    """The `nmt corpus` and `nmt train` commands of a run that trained on a corpus or
+    started from another run, and the run's directory.
+
+    A starting run is trained first; an exported starting model (`models/en-fr/N`) is
+    one the repository ships, named in a comment.
+    """
+    runs = "../runs" if corpus else "runs"
+    training = ([f"nmt corpus --recipe training/corpora/{corpus}.yaml --out {runs}/corpus-{corpus}"]
+                if corpus else [])
+    if start and "version" not in start:
+        training.append(_train_command(start["name"], runs,
+                                       (start.get("training") or {}).get("starting_model")))
+        start = None
+    training.append(_train_command(run_name, runs, start))
+    return training, f"{runs}/{run_name}"
+
+
+def _train_command(name: str, runs: str, start: dict | None) -> str:
+    """`nmt train` of config `name`, saying which export it starts from."""
+    command = f"nmt train --config training/configs/{name}.yaml --run {runs}/{name}"
+    if start and "version" in start:
+        command += f"   # starts from models/en-fr/{start['version']}"
+    return command
 
 
 def _recommended_flag(recommended: dict | None, default: int | None = None) -> str:
@@ -245,7 +286,9 @@ def _head(summary: dict, model: dict, minutes: float, metadata_links: str) -> li
         f"({symmetrization}, mapped onto the pieces), `{head.get('type', 'ce')}` loss.",
     ]
     start = summary.get("starting_model")
-    if head.get("train") == "frozen" and start:
+    if head.get("train") == "frozen" and start and "version" not in start:
+        lines.append(_frozen_on_run(summary, start, minutes))
+    elif head.get("train") == "frozen" and start:
         base = start.get("training") or {}
         lines.append(
             f"- The head alone was trained, {summary['steps']:,} steps ({minutes:.0f} minutes), "
@@ -259,6 +302,51 @@ def _head(summary: dict, model: dict, minutes: float, metadata_links: str) -> li
             + _lower(_weights(start)[2:].rstrip(".")) + "."
         )
     return lines
+
+
+def _frozen_on_run(summary: dict, start: dict, minutes: float) -> str:
+    """The line on a frozen head trained on a run's model, and on that run.
+
+    `start` is the head's `starting_model`: the starting run's `summary.json` as the
+    head read it with the weights (`training`), so it describes those weights even if
+    the run went on later, and needs no other directory.
+    """
+    name = start.get("name", "?")
+    base = start.get("training") or {}
+    if "steps" not in base:
+        raise ValueError(
+            f"The head's starting_model, run `{name}`, records no training summary (the run "
+            "had written no summary.json when the head started from it), so the card cannot "
+            "describe the model under the head: train the head again from the finished run")
+    upstream = base.get("starting_model")
+    started = (f", started from {_model_name(upstream)}'s weights and vocabulary"
+               if upstream else ", from scratch")
+    best = (f" ({base['best_dev_bleu']:.2f})" if "best_dev_bleu" in base else "")
+    return (
+        f"- The head alone was trained, {summary['steps']:,} steps ({minutes:.0f} minutes), "
+        f"with every other weight frozen at those of the `{name}` run, so the translations "
+        f"are that model's. The `{name}` model itself: {base['steps']:,} steps "
+        f"({_epochs(base.get('epochs_completed', 0))}), "
+        f"{base.get('train_seconds', 0) / 60:.0f} minutes on {_machine(base)}{started}; "
+        + _lower(_guidance(base)[2:].rstrip(".")) + "; its weights: the checkpoint with the "
+        f"best dev BLEU{best}."
+    )
+
+
+def _model_name(start: dict) -> str:
+    """"version 8" for an exported model, "the `en-fr-broad` run" for a run."""
+    if "version" in start:
+        return f"version {start['version']}"
+    return f"the `{start.get('name', '?')}` run"
+
+
+def _warm_start(summary: dict) -> list[str]:
+    """The line on a whole model started from another's weights (`init_from`)."""
+    start = summary.get("starting_model")
+    if not start or _frozen_head(summary):  # a frozen head's line says it
+        return []
+    return [f"- Warm start: every weight the two models share, and the vocabulary, started "
+            f"from {_model_name(start)}'s (`init_from`)."]
 
 
 def _epochs(count: int) -> str:
@@ -304,6 +392,110 @@ def _shortlist(shortlist: dict | None) -> str:
             "`align` scores over the whole vocabulary.")
 
 
+def find_manifest(run: Path, corpus: Path | None = None) -> dict | None:
+    """The `nmt corpus` manifest of the run's training data, or None for a plain file.
+
+    It is the `manifest.json` beside the run's `data.train` (in its `config.yaml`,
+    relative to the run directory), or in `corpus`, the directory that holds that
+    file now.
+
+    Raises:
+        FileNotFoundError: the training file is not where the config says (and no
+            `corpus` is given), or `corpus` holds neither it nor a manifest.
+        ValueError: the manifest describes another training file.
+    """
+    config = yaml.safe_load((run / "config.yaml").read_text()) or {}
+    train = (config.get("data") or {}).get("train")
+    if not train:
+        return None
+    name = Path(train).name
+    directory = Path(corpus) if corpus is not None else (run / train).parent
+    if not (directory / name).is_file() and not (directory / MANIFEST).is_file():
+        if corpus is not None:
+            raise FileNotFoundError(
+                f"--corpus {corpus} holds neither {MANIFEST} nor {name} (the run's "
+                "data.train): pass the directory the run's training data is in now")
+        raise FileNotFoundError(
+            f"{run / train} (data.train of {run / 'config.yaml'}, relative to the run) "
+            "does not exist, so the card cannot tell whether it was a corpus of `nmt corpus` "
+            f"with sources and licences: pass --corpus DIR, the directory that holds it (and "
+            f"its {MANIFEST}, if it has one) now")
+    if not (directory / MANIFEST).is_file():
+        return None
+    manifest = json.loads((directory / MANIFEST).read_text())
+    if manifest["train_file"] != name:
+        raise ValueError(f"{directory / MANIFEST} describes {manifest['train_file']}, not the "
+                         f"run's data.train {train}: pass --corpus DIR, the corpus it trained on")
+    return manifest
+
+
+def _plain_data(summary: dict) -> list[str]:
+    """The Data lines of a run on the Anki release (no corpus manifest)."""
+    return [
+        "- Training: the Tatoeba / ManyThings \"Anki\" fra-eng release of 2019-04-07, "
+        "deduplicated and split so that no dev/test sentence occurs in training "
+        f"(`train.tsv`{_count(summary, 'train_pairs', ' pairs used after cleaning')}); "
+        f"model selection on `dev.tsv`{_count(summary, 'dev_sources', ' distinct sources')}.",
+        _joined(summary),
+        f"- Licence: CC-BY 2.0 France. Attribution: \"{ATTRIBUTION}\".",
+    ]
+
+
+def _corpus_data(manifest: dict, summary: dict) -> list[str]:
+    """The Data lines of a run on a corpus of `nmt corpus`, from its manifest."""
+    sources = manifest["sources"]
+    excluded = manifest.get("excluded_files") or ()
+    dev = (f", {summary['dev_sources']:,} distinct English sentences"
+           if "dev_sources" in summary else "")
+    return [
+        f"- Training: the `{manifest['name']}` corpus built by `nmt corpus` "
+        f"(`training/corpora/{manifest['name']}.yaml`), {manifest['train_pairs']:,} training "
+        f"pairs (`{manifest['train_file']}`"
+        f"{_count(summary, 'train_pairs', ' used after cleaning')}) from {len(sources)} "
+        "sources, each filtered by the recipe's rules, deduplicated (exact and near "
+        "duplicates) and written `weight` times; the licence and attribution of each go "
+        "wherever the model goes:",
+        *(f"    - {_source_text(source)}" for source in sources),
+        "- No training pair shares a side with a held-out pair"
+        + (f" or with the {len(excluded)} evaluation files "
+           + ", ".join(f"`{name}`" for name in excluded) if excluded else "") + ".",
+        f"- Model selection on `{manifest['dev_file']}`: up to {manifest['dev_mix_pairs']:,} "
+        f"held-out pairs of each source, named in its third column{dev}.",
+        _joined(summary),
+    ]
+
+
+def _source_text(source: dict) -> str:
+    """One source of a corpus manifest: its counts, licence and attribution."""
+    held = source.get("held_out")
+    held_out = (f" from its own `{source['dev_from']}`" if "dev_from" in source else
+                f" ({held['units']:,} of its {held['of']:,} {held['by']}s)" if held else "")
+    return (
+        f"`{source['name']}` (`{source['file']}`): {source['read']:,} pairs read, "
+        f"{sum(source['dropped'].values()):,} dropped, {source['dev']:,} held out{held_out}; "
+        f"{source['train']:,} kept for training, written with weight {source['weight']:g} "
+        f"({source['train_written']:,} pairs). Licence: {source['licence']}. "
+        f"Attribution: \"{source['attribution']}\"."
+    )
+
+
+# Domains the project measures or is asked about that no corpus source so far covers.
+_UNSEEN_DOMAINS = ("news", "medical", "literature")
+
+
+def _limits(manifest: dict | None) -> str:
+    """The line on what the model was trained on, and what it was not."""
+    if not manifest:
+        return ("- Trained on short, everyday sentences (about 6 words on average); long or "
+                "domain-specific text (news, literature, technical) translates noticeably worse.")
+    names = [source["name"] for source in manifest["sources"]]
+    unseen = [d for d in _UNSEEN_DOMAINS if not any(d in name for name in names)]
+    return (f"- Trained on the domains of its {len(names)} sources only ("
+            + ", ".join(f"`{name}`" for name in names) + "; see Data)"
+            + (f"; other domains ({', '.join(unseen)}) were not in training and may "
+               "translate noticeably worse." if unseen else "."))
+
+
 def _other_sets(other: dict[str, dict]) -> list[str]:
     rows = []
     for name, result in other.items():
@@ -314,8 +506,15 @@ def _other_sets(other: dict[str, dict]) -> list[str]:
 
 
 def render(run: Path, evaluation: dict, export: Path, note: str = "",
-           other: dict[str, dict] | None = None) -> str:
+           other: dict[str, dict] | None = None, corpus: Path | None = None) -> str:
+    """The model card of `export`, made from `run`.
+
+    Args:
+        corpus: the directory that holds the run's training data now, when it is
+            not where the run's `config.yaml` says (see `find_manifest`).
+    """
     summary = json.loads((run / "summary.json").read_text())
+    manifest = find_manifest(run, corpus)
     history_path = run / "history.jsonl"  # none for a frozen head: no dev BLEU to follow
     history = ([json.loads(line) for line in history_path.read_text().splitlines()]
                if history_path.exists() else [])
@@ -347,12 +546,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "",
         "## Data",
         "",
-        "- Training: the Tatoeba / ManyThings \"Anki\" fra-eng release of 2019-04-07, "
-        "deduplicated and split so that no dev/test sentence occurs in training "
-        f"(`train.tsv`{_count(summary, 'train_pairs', ' pairs used after cleaning')}); "
-        f"model selection on `dev.tsv`{_count(summary, 'dev_sources', ' distinct sources')}.",
-        _joined(summary),
-        f"- Licence: CC-BY 2.0 France. Attribution: \"{ATTRIBUTION}\".",
+        *(_corpus_data(manifest, summary) if manifest else _plain_data(summary)),
         "- Alignment evaluation: the Alibi English–French gold word alignments "
         "(522 pairs from five literary short stories), CC-BY-SA 4.0.",
         "",
@@ -388,6 +582,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         f"{minutes:.0f} minutes of wall clock on {_machine(summary)}, "
         f"TensorFlow {summary['tensorflow']}, Python {summary['python']}."
         + (f" {note}" if note else ""),
+        *_warm_start(summary),
         *([] if _frozen_head(summary) else [_guidance(summary)]),  # the head's line says it
         *_head(summary, model, minutes, metadata.get("word_links", "argmax")),
         *_distillation(metadata),
@@ -400,7 +595,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
                    export_flag(metadata), metadata.get("shortlist"),
                    summary.get("starting_model"), summary["name"],
                    metadata.get("word_links", "argmax"), metadata.get("distillation"),
-                   metadata.get(RECOMMENDED_DECODING)),
+                   metadata.get(RECOMMENDED_DECODING), manifest["name"] if manifest else None),
         "```",
         "",
         f"- Config (`training/configs/{summary['name']}.yaml`, as the run saved it; paths "
@@ -412,8 +607,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "",
         "## Limits",
         "",
-        "- Trained on short, everyday sentences (about 6 words on average); long or "
-        "domain-specific text (news, literature, technical) translates noticeably worse.",
+        _limits(manifest),
         "- One direction only (English→French); no casing or formatting control.",
     ]
     return "\n".join(lines) + "\n"
@@ -429,6 +623,10 @@ def main() -> None:
     parser.add_argument("--other", action="append", default=[], metavar="NAME=JSON",
                         help="`nmt evaluate --json` of another test set, e.g. "
                              "'Multi30k test 2017=multi30k.json'; repeat for more")
+    parser.add_argument("--corpus", type=Path, metavar="DIR",
+                        help="the directory that holds the run's training data (and the "
+                             f"{MANIFEST} of `nmt corpus`) when it has moved from where the "
+                             "run's config.yaml says")
     args = parser.parse_args()
     evaluation = json.loads(args.evaluation.read_text())
     other = {}
@@ -437,7 +635,11 @@ def main() -> None:
         if not sep:
             parser.error(f"--other takes NAME=JSON. Received: {item!r}")
         other[name] = json.loads(Path(path).read_text())
-    args.out.write_text(render(args.run, evaluation, args.export, args.note, other))
+    try:
+        card = render(args.run, evaluation, args.export, args.note, other, args.corpus)
+    except (FileNotFoundError, ValueError) as error:  # a moved corpus, a start without summary
+        parser.error(str(error))
+    args.out.write_text(card)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,13 @@
 """The model card states exactly the figures of the files that measured them."""
 
 import json
+import os
+import sys
+
+import pytest
 
 from nmt.constants import METADATA_PATH
-from training.model_card import ATTRIBUTION, render
+from training.model_card import ATTRIBUTION, main, render
 
 
 def test_card_reports_measured_figures(tmp_path):
@@ -182,3 +186,209 @@ def test_reproduce_of_a_distilled_export_is_one_distill_command():
     # A recommended beam other than the student's default is part of the command.
     assert "--recommended-beam-size 2" in "\n".join(reproduce(
         "7", distillation=distillation, run_name="s", recommended={"beam_size": 2}))
+
+
+def _source(name, **fields):
+    """A source of a corpus manifest (`training.corpus.build.make_manifest`)."""
+    dropped = {"too_long": 0, "duplicate": 0, "near_duplicate": 0, "dev_overlap": 0}
+    return {"name": name, "file": f"{name}.tsv.gz", "licence": f"{name} licence",
+            "attribution": f"{name} attribution", "weight": 1, "read": 0, "dropped": dropped,
+            "dev": 0, "dev_file": f"dev-{name}.tsv", "train": 0, "train_written": 0, **fields}
+
+
+def _write_corpus(directory, sources, name="broad"):
+    """A corpus directory of `nmt corpus`: its training file and manifest."""
+    directory.mkdir(parents=True)
+    (directory / "train.tsv").write_text("Hello.\tBonjour.\tanki\n")
+    (directory / "manifest.json").write_text(json.dumps({
+        "name": name, "seed": 1, "train_file": "train.tsv",
+        "train_pairs": sum(s["train_written"] for s in sources), "dev_file": "dev.tsv",
+        "dev_mix_pairs": 500, "excluded_files": ["test.tsv", "newstest2013.en"],
+        "sources": sources}))
+    return directory
+
+
+def _write_export(directory, **metadata):
+    (directory / METADATA_PATH).parent.mkdir(parents=True)
+    (directory / METADATA_PATH).write_text(json.dumps({
+        "attention": "luong-general", "precision": "float32",
+        "model_config": {"encoder_layers": 2, "decoder_layers": 1, "cell": "lstm",
+                         "hidden_dim": 512, "embedding_dim": 256, "share_embeddings": True,
+                         "tie_embeddings": True, "target_vocab_size": 8000},
+        **metadata}))
+    return directory
+
+
+GUIDED = {"type": "ce", "weight": 0.5, "symmetrization": "intersection"}
+CORPUS_SOURCES = [
+    _source("anki", weight=1, read=1000, dropped={"duplicate": 10}, dev=200, dev_from="dev.tsv",
+            train=990, train_written=990,
+            attribution="Sentence pairs from tatoeba.org (test)"),
+    _source("laws", weight=0.5, read=5000, dropped={"too_long": 300, "dev_overlap": 20},
+            dev=180, held_out={"by": "document", "units": 4, "of": 90}, train=4500,
+            train_written=2250, licence="Open Government Licence – Canada",
+            attribution="Contains information licensed under the OGL – Canada"),
+]
+
+
+def _corpus_run(run, corpus, config_extra=""):
+    """A run whose config's data.train is the corpus's train.tsv, relative to the run."""
+    run.mkdir(parents=True)
+    train = os.path.relpath(corpus / "train.tsv", run)
+    (run / "config.yaml").write_text(f"name: {run.name}\ndata:\n  train: {train}\n"
+                                     f"{config_extra}")
+    return run
+
+
+def test_card_of_a_frozen_head_on_a_warm_started_corpus_run(tmp_path):
+    corpus = _write_corpus(tmp_path / "runs" / "corpus-broad", CORPUS_SOURCES)
+    run = _corpus_run(tmp_path / "runs" / "head-broad", corpus,
+                      "alignment_head:\n  train: frozen\n  init_from: ../broad\n")
+    version_8 = {"name": "en-fr", "version": 8, "training": {"steps": 4000},
+                 "averaged_checkpoints": [3500, 4000]}
+    broad = {"name": "broad", "steps": 40000, "epochs_completed": 3, "train_seconds": 43020.0,
+             "best_dev_bleu": 38.123, "guided_alignment": GUIDED, "starting_model": version_8,
+             "machine": {"cpu": "Broad CPU", "cores": 2, "accelerators": []}}
+    (run / "summary.json").write_text(json.dumps({
+        "name": "head-broad", "steps": 4000, "epochs_completed": 1, "train_seconds": 420.0,
+        "parameters": 7699264, "tensorflow": "2.21.0", "python": "3.11.7",
+        "train_pairs": 3200, "dev_sources": 640,
+        "guided_alignment": {"type": "none", "weight": 0.0, "symmetrization": "intersection"},
+        "alignment_head": {"train": "frozen", "init_from": "../broad", "type": "ce"},
+        # The broad run's summary.json as the head read it with the weights: the card
+        # needs no ../broad directory (there is none here).
+        "starting_model": {"name": "broad", "training": broad},
+    }))
+    export = _write_export(tmp_path / "models" / "9", averaged_checkpoints=[3500, 4000],
+                           word_links="intersect",
+                           model_config={"encoder_layers": 2, "decoder_layers": 1,
+                                         "cell": "lstm", "hidden_dim": 512,
+                                         "embedding_dim": 256, "share_embeddings": True,
+                                         "tie_embeddings": True, "target_vocab_size": 8000,
+                                         "alignment_head": "general"})
+
+    card = render(run, {}, export)
+
+    # Data: one line per source of the manifest, its licence and attribution.
+    assert ("the `broad` corpus built by `nmt corpus` (`training/corpora/broad.yaml`), 3,240 "
+            "training pairs (`train.tsv`, 3,200 used after cleaning) from 2 sources") in card
+    assert ("    - `anki` (`anki.tsv.gz`): 1,000 pairs read, 10 dropped, 200 held out from its "
+            "own `dev.tsv`; 990 kept for training, written with weight 1 (990 pairs). Licence: "
+            "anki licence. Attribution: \"Sentence pairs from tatoeba.org (test)\".") in card
+    assert ("    - `laws` (`laws.tsv.gz`): 5,000 pairs read, 320 dropped, 180 held out (4 of its "
+            "90 documents); 4,500 kept for training, written with weight 0.5 (2,250 pairs). "
+            "Licence: Open Government Licence – Canada. Attribution: \"Contains information "
+            "licensed under the OGL – Canada\".") in card
+    assert "the 2 evaluation files `test.tsv`, `newstest2013.en`." in card
+    assert ("Model selection on `dev.tsv`: up to 500 held-out pairs of each source, named in "
+            "its third column, 640 distinct English sentences.") in card
+    assert ATTRIBUTION not in card and "CC-BY 2.0 France" not in card  # not the Anki release
+    # Training: the head on the broad model, the broad model on version 8.
+    assert ("- The head alone was trained, 4,000 steps (7 minutes), with every other weight "
+            "frozen at those of the `broad` run, so the translations are that model's. The "
+            "`broad` model itself: 40,000 steps (3 full epochs), 717 minutes on Broad CPU "
+            "(2 cores, no GPU or TPU), started from version 8's weights and vocabulary; guided "
+            "alignment: attention supervised by eflomal") in card
+    assert "; its weights: the checkpoint with the best dev BLEU (38.12)." in card
+    assert "Version 8 itself" not in card and "frozen at version" not in card
+    assert "Warm start" not in card  # the head's line says where the weights came from
+    # Reproduce: the corpus, the broad run, the head, then the export of the head.
+    commands = [
+        "nmt corpus --recipe training/corpora/broad.yaml --out ../runs/corpus-broad\n",
+        "nmt train --config training/configs/broad.yaml --run ../runs/broad"
+        "   # starts from models/en-fr/8\n",
+        "nmt train --config training/configs/head-broad.yaml --run ../runs/head-broad\n",
+        "nmt export --run ../runs/head-broad --out models/en-fr --version 9 --average 2 "
+        "--precision float32 --links intersect",
+        "nmt evaluate --model models/en-fr --test",
+        "python -m training.model_card --run ../runs/head-broad",
+    ]
+    positions = [card.find(command) for command in commands]
+    assert -1 not in positions and positions == sorted(positions)
+    assert "nmt export --run runs/en-fr" not in card  # version 8 is not re-exported
+    # Limits: the corpus's domains, not "short everyday sentences".
+    assert ("- Trained on the domains of its 2 sources only (`anki`, `laws`; see Data); other "
+            "domains (news, medical, literature) were not in training") in card
+    assert "short, everyday sentences" not in card
+
+
+def test_card_of_a_warm_started_corpus_run_says_where_its_weights_began(tmp_path):
+    sources = [_source("anki", train=10, train_written=10),
+               _source("news-commentary", train=5, train_written=5)]
+    corpus = _write_corpus(tmp_path / "corpus", sources, name="mixed")
+    run = _corpus_run(tmp_path / "runs" / "broad", corpus)
+    (run / "summary.json").write_text(json.dumps({
+        "name": "broad", "steps": 100, "epochs_completed": 1, "train_seconds": 60.0,
+        "parameters": 1, "tensorflow": "2.21.0", "python": "3.11.7",
+        "guided_alignment": GUIDED, "starting_model": {"name": "en-fr", "version": 8}}))
+    (run / "history.jsonl").write_text(json.dumps({"step": 100, "bleu": 30.5}) + "\n")
+    card = render(run, {}, _write_export(tmp_path / "models" / "9"))
+
+    assert "- Warm start: every weight the two models share, and the vocabulary, started from "\
+        "version 8's (`init_from`)." in card
+    assert ("nmt corpus --recipe training/corpora/mixed.yaml --out ../runs/corpus-mixed\n"
+            "nmt train --config training/configs/broad.yaml --run ../runs/broad"
+            "   # starts from models/en-fr/8\nnmt export --run ../runs/broad ") in card
+    # A source of a domain the card would call unseen takes it off that list.
+    assert "other domains (medical, literature) were not in training" in card
+
+
+def test_a_moved_corpus_is_refused_until_corpus_names_it(tmp_path, monkeypatch, capsys):
+    corpus = _write_corpus(tmp_path / "corpus", CORPUS_SOURCES)
+    run = _corpus_run(tmp_path / "runs" / "broad", tmp_path / "gone")  # not where it was
+    (run / "summary.json").write_text(json.dumps({
+        "name": "broad", "steps": 10, "epochs_completed": 0, "train_seconds": 60.0,
+        "parameters": 1, "tensorflow": "2.21.0", "python": "3.11.7"}))
+    export = _write_export(tmp_path / "models" / "9")
+
+    with pytest.raises(FileNotFoundError, match=r"gone/train\.tsv \(data\.train of .*"
+                                                r"pass --corpus DIR"):
+        render(run, {}, export)
+    with pytest.raises(FileNotFoundError, match="holds neither manifest.json nor train.tsv"):
+        render(run, {}, export, corpus=tmp_path)
+    card = render(run, {}, export, corpus=corpus)
+    assert "`laws` (`laws.tsv.gz`): 5,000 pairs read" in card
+
+    # The command line says what to do, without a traceback.
+    (tmp_path / "evaluation.json").write_text("{}")
+    argv = ["model_card", "--run", str(run), "--evaluation", str(tmp_path / "evaluation.json"),
+            "--export", str(export), "--out", str(tmp_path / "MODEL_CARD.md")]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit):
+        main()
+    assert "pass --corpus DIR" in capsys.readouterr().err
+
+    # The command line passes --corpus on.
+    monkeypatch.setattr(sys, "argv", [*argv, "--corpus", str(corpus)])
+    main()
+    assert (tmp_path / "MODEL_CARD.md").read_text() == card
+
+    # A plain training file (no manifest beside it) gives the Anki card, as before.
+    (tmp_path / "anki").mkdir()
+    (tmp_path / "anki" / "train.tsv").write_text("Hello.\tBonjour.\n")
+    card = render(run, {}, export, corpus=tmp_path / "anki")
+    assert ATTRIBUTION in card and "short, everyday sentences" in card
+    assert "nmt corpus" not in card and "--run runs/en-fr\n" in card
+
+    # A manifest of another training file is not this run's corpus.
+    manifest = json.loads((corpus / "manifest.json").read_text())
+    (corpus / "manifest.json").write_text(json.dumps({**manifest, "train_file": "other.tsv"}))
+    with pytest.raises(ValueError, match="describes other.tsv, not the run's data.train"):
+        render(run, {}, export, corpus=corpus)
+
+
+def test_card_of_a_head_on_a_run_without_a_summary_is_refused(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("name: head\n")
+    (run / "summary.json").write_text(json.dumps({
+        "name": "head", "steps": 10, "epochs_completed": 0, "train_seconds": 60.0,
+        "parameters": 1, "tensorflow": "2.21.0", "python": "3.11.7",
+        "alignment_head": {"train": "frozen", "init_from": "../broad"},
+        "starting_model": {"name": "broad", "training": {}}}))
+    export = _write_export(tmp_path / "models" / "9", model_config={
+        "encoder_layers": 2, "decoder_layers": 1, "cell": "lstm", "hidden_dim": 512,
+        "embedding_dim": 256, "share_embeddings": True, "tie_embeddings": True,
+        "target_vocab_size": 8000, "alignment_head": "general"})
+    with pytest.raises(ValueError, match="run `broad`, records no training summary"):
+        render(run, {}, export)

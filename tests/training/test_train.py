@@ -226,3 +226,45 @@ def test_a_mixed_bfloat16_run_evaluates_on_dev(tmp_path, model):
     history = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
     assert [h["step"] for h in history] == [4]
     assert 0.0 <= history[0]["bleu"] <= 100.0
+
+
+def test_a_dev_set_with_domains_scores_each_domain(tmp_path):
+    pairs = (FIXTURES / "tiny_pairs.tsv").read_text(encoding="utf-8").splitlines()[:16]
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("".join(f"{line}\t{'laws' if i % 2 else 'anki'}\n"
+                           for i, line in enumerate(pairs)), encoding="utf-8")
+    run_dir = train_module.run(write_config(tmp_path, max_steps=4, data={"dev": str(dev)}),
+                               tmp_path / "run")
+    (record,) = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    assert set(record["domains"]) == {"anki", "laws"}
+    for scores in record["domains"].values():
+        assert 0.0 <= scores["bleu"] <= 100.0 and 0.0 <= scores["chrf"] <= 100.0
+
+
+def test_a_run_can_start_from_another_run(tmp_path):
+    first = train_module.run(write_config(tmp_path, max_steps=4), tmp_path / "first")
+    path = write_config(tmp_path, name="warm", max_steps=2, learning_rate=1e-9)
+    raw = yaml.safe_load(path.read_text())
+    raw["init_from"] = str(first)
+    path.write_text(yaml.safe_dump(raw))
+    second = train_module.run(path, tmp_path / "second")
+    # A learning rate of 1e-9: two steps leave the first run's weights (as they were).
+    for start, end in zip(final_weights(first), final_weights(second), strict=True):
+        np.testing.assert_allclose(end, start, atol=1e-6)
+    assert (second / "tokenizer" / "tokenizer.json").read_bytes() == (
+        first / "tokenizer" / "tokenizer.json").read_bytes()
+    summary = json.loads((second / "summary.json").read_text())
+    assert summary["starting_model"]["name"] == "tiny"
+    # The run's own config names its start relative to the run (it moves with it).
+    assert yaml.safe_load((second / "config.yaml").read_text())["init_from"] == "../first"
+
+
+def test_a_warm_start_and_a_head_start_are_not_both_given(tmp_path):
+    path = write_config(tmp_path)
+    raw = yaml.safe_load(path.read_text())
+    raw["init_from"] = "models/en-fr/8"
+    raw["model"]["alignment_head"] = "general"
+    raw["alignment_head"] = {"init_from": "models/en-fr/8"}
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ValueError, match="not both"):
+        load_config(path)

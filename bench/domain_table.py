@@ -1,0 +1,280 @@
+"""Should a new model version ship? Exports x held-out domains: BLEU/chrF, Alibi AER and speed.
+
+For each export (a base or version directory; its row is labelled by the
+path, e.g. `en-fr/8`), on the same precision choice and decoding (the
+export's default options, at `--beam-size` if given):
+
+- anki: `anki-fra-eng/test.tsv`, multi-reference by identical source
+  (`nmt evaluate --test`);
+- newstest2013, newsdiscuss (newsdiscusstest2015), multi30k (Multi30k 2017
+  Flickr): `out-of-domain/<set>.{en,fr}`, line-aligned (`nmt evaluate
+  --source --reference`, which also groups identical sources);
+- eurlex: `markup-enfr/dev-eurlex.{en,fr}` with the XLIFF inline tags
+  stripped on both sides (`bench/markup_bleu.py`'s `strip_tags`), each line
+  translated as one sentence;
+- laws, docs, ui: `dev-<split>.tsv` of the broad corpus, with `--corpus DIR`;
+- alibi: AER of forced alignments of the Alibi gold pairs, with the export's
+  own link rule (`nmt evaluate --alibi`);
+- speed: sentences/s on `out-of-domain/traffic-mix.en` in file order, batches
+  of 64, one warm-up call first (`bench/decode_speed.py`'s timing).
+
+BLEU/chrF are sacrebleu's (`nmt.evaluation.metrics`); the last column is the
+mean chrF of the out-of-domain sets scored (all but anki). A set whose files
+are missing is left out with a note. Prints the machine and each export's
+precision path, then a Markdown table. Timings are only comparable between
+rows of one run on an otherwise idle machine.
+
+    python bench/domain_table.py models/en-fr/8 /work/runs/export-v9/9
+        [--data ../shared/data] [--corpus DIR] [--sets anki eurlex ...] [--limit N]
+        [--precision auto|float32|bfloat16] [--beam-size N] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+import tensorflow as tf  # noqa: E402
+
+from bench.decode_speed import time_setting  # noqa: E402
+from bench.inputs import machine, read_sentences  # noqa: E402
+from bench.markup_bleu import strip_tags  # noqa: E402
+from nmt.constants import DEFAULT_BATCH_SIZE  # noqa: E402
+from nmt.data.corpus import read_lines, read_pairs  # noqa: E402
+from nmt.evaluation import metrics, scoring  # noqa: E402
+from nmt.inference.precision import AUTO, LOAD_CHOICES, cpu_bfloat16_units  # noqa: E402
+from nmt.inference.translator import Translator  # noqa: E402
+from nmt.paths import DATA_DIR_ENV, data_dir, resolve_version_dir  # noqa: E402
+from nmt.types import DecodeOptions, options_over  # noqa: E402
+
+Pair = tuple[str, str]
+
+# Line-aligned sets: name -> (table header, `<data>/<stem>.{en,fr}`).
+LINE_ALIGNED = {
+    "newstest2013": ("newstest2013", "out-of-domain/newstest2013"),
+    "newsdiscuss": ("newsdiscuss 2015", "out-of-domain/newsdiscusstest2015"),
+    "multi30k": ("Multi30k 2017", "out-of-domain/multi30k-test2017-flickr"),
+    "eurlex": ("EUR-Lex, no tags", "markup-enfr/dev-eurlex"),
+}
+CORPUS_SPLITS = ("laws", "docs", "ui")  # `<corpus>/dev-<split>.tsv`
+ANKI_TEST = "anki-fra-eng/test.tsv"
+ALIBI_DIR = "alibi-enfr-alignments"
+TRAFFIC_MIX = "out-of-domain/traffic-mix.en"
+
+TRANSLATION_SETS = ("anki", *LINE_ALIGNED, *CORPUS_SPLITS)
+OUT_OF_DOMAIN = tuple(name for name in TRANSLATION_SETS if name != "anki")
+SETS = (*TRANSLATION_SETS, "alibi", "speed")
+HEADERS = {"anki": "Anki test", **{name: header for name, (header, _) in LINE_ALIGNED.items()},
+           "laws": "laws", "docs": "docs", "ui": "UI"}
+
+
+def _existing(path: Path) -> Path:
+    if not path.is_file():
+        raise FileNotFoundError(f"no file at {path}")
+    return path
+
+
+def read_set(name: str, data: Path, corpus: Path | None = None) -> list[Pair]:
+    """`(English, French)` pairs of the translation set `name`, in file order.
+
+    Raises:
+        FileNotFoundError: a file of the set is missing (or `corpus` is None for
+            a corpus split); the message says which.
+        ValueError: `name` is unknown, or the two sides of a line-aligned set
+            differ in length.
+    """
+    if name == "anki":
+        return read_pairs(_existing(data / ANKI_TEST))
+    if name in CORPUS_SPLITS:
+        if corpus is None:
+            raise FileNotFoundError("no --corpus DIR given")
+        return read_pairs(_existing(corpus / f"dev-{name}.tsv"))
+    if name not in LINE_ALIGNED:
+        raise ValueError(f"unknown set; expected one of {', '.join(TRANSLATION_SETS)}. "
+                         f"Received: name={name!r}")
+    stem = data / LINE_ALIGNED[name][1]
+    english_path, french_path = (stem.parent / f"{stem.name}.{side}" for side in ("en", "fr"))
+    english, french = read_lines(_existing(english_path)), read_lines(_existing(french_path))
+    if len(english) != len(french):
+        raise ValueError(f"{english_path} has {len(english)} lines but {french_path} has "
+                         f"{len(french)}; they must be line-aligned")
+    if name == "eurlex":
+        return [(strip_tags(en), strip_tags(fr)) for en, fr in zip(english, french, strict=True)]
+    return list(zip(english, french, strict=True))
+
+
+def read_inputs(names: list[str], data: Path, corpus: Path | None,
+                limit: int) -> tuple[dict, dict[str, str]]:
+    """What every model is run on, the first `limit` items (0: all) of each set asked for.
+
+    Returns:
+        `(inputs, skipped)`: `inputs` maps a translation set to its pairs,
+        `"alibi"` to the gold `metrics.AlignedPair`s and `"speed"` to the
+        sentences; `skipped` maps each set left out to the reason.
+    """
+    inputs: dict = {}
+    skipped: dict[str, str] = {}
+    for name in names:
+        try:
+            if name == "alibi":
+                if not (data / ALIBI_DIR).is_dir():
+                    raise FileNotFoundError(f"no directory at {data / ALIBI_DIR}")
+                found = metrics.read_alibi(data / ALIBI_DIR)
+            elif name == "speed":
+                found = read_sentences(_existing(data / TRAFFIC_MIX))
+            else:
+                found = read_set(name, data, corpus)
+        except FileNotFoundError as error:
+            skipped[name] = str(error)
+            continue
+        inputs[name] = found[:limit] if limit else found
+    return inputs, skipped
+
+
+def decoding(translator: Translator, beam_size: int | None) -> DecodeOptions:
+    """The export's default options, at `beam_size` if given."""
+    defaults = translator.info.default_options
+    return defaults if beam_size is None else options_over(defaults, {"beam_size": beam_size})
+
+
+def mean_out_of_domain_chrf(scores: dict[str, dict]) -> float | None:
+    """The mean chrF of the out-of-domain sets in `scores` (None: there are none)."""
+    values = [scores[name]["chrf"] for name in OUT_OF_DOMAIN if name in scores]
+    return round(statistics.fmean(values), 2) if values else None
+
+
+def evaluate(translator: Translator, label: str, options: DecodeOptions, inputs: dict) -> dict:
+    """One row: BLEU/chrF of every translation set, Alibi AER and sentences/s of `inputs`."""
+    info = translator.info
+    row: dict = {"label": label, "model": info.path, "precision": info.precision,
+                 "precision_reason": info.precision_reason, "beam_size": options.beam_size,
+                 "word_links": info.word_links, "scores": {}}
+    for name in TRANSLATION_SETS:
+        if name in inputs:
+            report = scoring.score_translations(translator, inputs[name], options)
+            row["scores"][name] = {"bleu": round(report.scores.bleu, 2),
+                                   "chrf": round(report.scores.chrf, 2),
+                                   "sentences": report.sentences,
+                                   "seconds": round(report.seconds, 1)}
+            print(f"{label} {name}: {row['scores'][name]}", file=sys.stderr, flush=True)
+    if "alibi" in inputs:
+        started = time.perf_counter()
+        report = scoring.score_alignments(translator, inputs["alibi"])  # the export's links
+        row["alibi"] = {"aer": round(report.scores.aer, 4), "pairs": report.sentences,
+                        "seconds": round(time.perf_counter() - started, 1)}
+        print(f"{label} alibi: {row['alibi']}", file=sys.stderr, flush=True)
+    if "speed" in inputs:
+        timing = time_setting(translator, inputs["speed"], options.beam_size, DEFAULT_BATCH_SIZE)
+        row["speed"] = {"sentences_per_s": round(timing["sentences_per_s"], 1),
+                        "sentences": timing["sentences"], "seconds": round(timing["seconds"], 1)}
+        print(f"{label} speed: {row['speed']}", file=sys.stderr, flush=True)
+    row["mean_out_of_domain_chrf"] = mean_out_of_domain_chrf(row["scores"])
+    return row
+
+
+def label_of(path: str | os.PathLike) -> str:
+    """`<base name>/<version>` of the version directory `path` is or holds, e.g. `en-fr/8`."""
+    version_dir = resolve_version_dir(path)
+    return f"{version_dir.parent.name}/{version_dir.name}"
+
+
+def _cell(value, form: str) -> str:
+    return "" if value is None else f"{value:{form}}"
+
+
+def table(rows: list[dict], columns: list[str]) -> str:
+    """A Markdown table: one line per row, a column per set in `columns` (in `SETS` order)."""
+    header = ["model", "precision", "beam"]
+    for name in columns:
+        header.append({"alibi": "Alibi AER", "speed": "sentences/s, traffic mix"}.get(
+            name, f"{HEADERS.get(name, name)} BLEU / chrF"))
+    header.append("mean out-of-domain chrF")
+    lines = ["| " + " | ".join(header) + " |", "|---|---|---:|" + "---:|" * (len(header) - 3)]
+    for row in rows:
+        cells = [row["label"], row["precision"], str(row["beam_size"])]
+        for name in columns:
+            if name == "alibi":
+                cells.append(_cell(row.get("alibi", {}).get("aer"), ".3f"))
+            elif name == "speed":
+                cells.append(_cell(row.get("speed", {}).get("sentences_per_s"), ",.1f"))
+            else:
+                scores = row["scores"].get(name)
+                cells.append(f"{scores['bleu']:.2f} / {scores['chrf']:.2f}" if scores else "")
+        cells.append(_cell(row["mean_out_of_domain_chrf"], ".2f"))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="+", help="export base or version directories")
+    parser.add_argument("--data", type=Path, default=data_dir(),
+                        help=f"the shared data directory (default: ${DATA_DIR_ENV}, else "
+                             "../shared/data beside the checkout)")
+    parser.add_argument("--corpus", type=Path,
+                        help="a built corpus directory with dev-laws.tsv, dev-docs.tsv and "
+                             "dev-ui.tsv (default: those columns are left out)")
+    parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS),
+                        help="the columns to measure (default: all)")
+    parser.add_argument("--limit", type=int, default=0,
+                        help="the first N items of every set only (default: all)")
+    parser.add_argument("--precision", choices=LOAD_CHOICES, default=AUTO,
+                        help="every export's path (default auto: what nmt serve picks here)")
+    parser.add_argument("--beam-size", type=int,
+                        help="beam for every set and the speed (default: each export's)")
+    parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.limit < 0:
+        parser.error(f"--limit must be 0 (all) or positive. Received: {args.limit}")
+    if args.beam_size is not None and args.beam_size < 1:
+        parser.error(f"--beam-size must be at least 1. Received: {args.beam_size}")
+    try:
+        labels = [label_of(model) for model in args.models]  # a wrong path fails before the runs
+    except FileNotFoundError as error:
+        raise SystemExit(str(error)) from None
+    names = [name for name in SETS if name in args.sets]
+    inputs, skipped = read_inputs(names, args.data, args.corpus, args.limit)
+    for name, reason in skipped.items():
+        print(f"note: {name} left out: {reason}")
+    if not inputs:
+        raise SystemExit(f"nothing to measure: every set asked for is missing (--data {args.data})")
+
+    units = ", ".join(cpu_bfloat16_units()) or "none (bfloat16 is emulated)"
+    print(f"machine: {machine()}, TensorFlow {tf.__version__}; bfloat16 units: {units}")
+    rows = []
+    for model, label in zip(args.models, labels, strict=True):
+        translator = Translator.load(model, args.precision)
+        info = translator.info
+        print(f"{label}: {info.path}, precision {info.precision} ({info.precision_reason}; "
+              f"carries {', '.join(info.precisions)})", flush=True)
+        rows.append(evaluate(translator, label, decoding(translator, args.beam_size), inputs))
+    columns = [name for name in names if name in inputs]
+    sizes = ", ".join(f"{name} {len(inputs[name])}" for name in columns)
+    print(f"data: {args.data}; corpus: {args.corpus or 'none'}; items per set: {sizes}"
+          f"{f' (--limit {args.limit})' if args.limit else ''}\n")
+    print(table(rows, columns))
+    if args.json:
+        args.json.write_text(json.dumps({
+            "machine": machine(), "tensorflow": tf.__version__, "bfloat16_units": units,
+            "data": str(args.data), "corpus": str(args.corpus) if args.corpus else None,
+            "limit": args.limit, "sets": {name: len(inputs[name]) for name in columns},
+            "skipped": skipped, "results": rows}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
