@@ -72,6 +72,9 @@ class OptimConfig:
     max_steps: int = 0  # 0 = no limit
     max_time: str = "0"  # wall-clock budget, 0 = none
     checkpoint_every: int = 200
+    # Also a checkpoint when this many minutes have passed since the last one (0 = steps
+    # only; one machine only): a run stopped without a signal loses at most this much.
+    checkpoint_minutes: float = 0
     eval_every: int = 500
     patience: int = 8  # evaluations without a better dev BLEU before stopping
     log_every: int = 20
@@ -87,6 +90,10 @@ class OptimConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1. Received: {name}={getattr(self, name)!r}")
         parse_duration(self.max_time)
+        if isinstance(self.checkpoint_minutes, bool) or not isinstance(
+                self.checkpoint_minutes, (int, float)) or self.checkpoint_minutes < 0:
+            raise ValueError("checkpoint_minutes must be a number >= 0. "
+                             f"Received: checkpoint_minutes={self.checkpoint_minutes!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -492,7 +492,9 @@ class Trainer:
         budget = parse_duration(o.max_time) if max_time is None else max_time
         started = time.time()
         base_seconds = float(self.state["train_seconds"])
-        progress = TrainingProgress(budget=budget, log_every=o.log_every)
+        progress = TrainingProgress(budget=budget, log_every=o.log_every,
+                                    eval_every=0 if self.head.frozen else o.eval_every)
+        self.last_checkpoint = time.time()
         reason = None
         while reason is None and int(self.state["epoch"]) < o.max_epochs:
             reason = self._run_epoch(progress, started, budget, base_seconds)
@@ -547,8 +549,12 @@ class Trainer:
                 if gold and self.cfg.has_head:
                     tf.summary.scalar("train/head_loss", head_loss, step=step)
             self.state["train_seconds"].assign(base_seconds + time.time() - started)
-            if step % o.checkpoint_every == 0:
+            # By time only on one machine: workers must save at the same steps.
+            if step % o.checkpoint_every == 0 or (
+                    o.checkpoint_minutes and self.workers == 1
+                    and time.time() - self.last_checkpoint >= 60 * o.checkpoint_minutes):
                 self.manager.save(checkpoint_number=step)
+                self.last_checkpoint = time.time()
             if step % o.eval_every == 0 and not self.head.frozen:
                 # A frozen head leaves the translations (and dev BLEU) as they were.
                 self._evaluate_and_keep_best(step)

@@ -268,3 +268,32 @@ def test_a_warm_start_and_a_head_start_are_not_both_given(tmp_path):
     path.write_text(yaml.safe_dump(raw))
     with pytest.raises(ValueError, match="not both"):
         load_config(path)
+
+
+def test_checkpoints_are_also_taken_by_time(tmp_path):
+    # checkpoint_every=1000 never comes; a checkpoint_minutes this small is due every step.
+    run_dir = train_module.run(
+        write_config(tmp_path, max_steps=3, checkpoint_every=1000, eval_every=1000,
+                     checkpoint_minutes=1e-6, keep_checkpoints=5), tmp_path / "run")
+    steps = sorted(int(p.name.split("-")[1].split(".")[0])
+                   for p in (run_dir / "checkpoints").glob("ckpt-*.index"))
+    assert steps == [1, 2, 3]
+
+
+def test_checkpoint_minutes_must_be_a_number(tmp_path):
+    with pytest.raises(ValueError, match="checkpoint_minutes"):
+        load_config(write_config(tmp_path, checkpoint_minutes=-1))
+
+
+def test_progress_counts_down_to_the_next_evaluation(caplog):
+    from training.progress import TrainingProgress
+
+    progress = TrainingProgress(budget=0, log_every=1, eval_every=10)
+    progress.bar.disable = True
+    progress.window = [(0.0, 0), (2.0, 100), (4.0, 100)]  # two seconds a step
+    assert progress.seconds_to_evaluation(3) == 14.0
+    assert progress.seconds_to_evaluation(10) == 20.0
+    assert TrainingProgress(budget=0, log_every=1).seconds_to_evaluation(3) is None
+    with caplog.at_level("INFO", logger="nmt.train"):
+        progress.update(4, 1.0, 100, 1e-3, 0)
+    assert "next dev evaluation in" in caplog.records[-1].getMessage()
