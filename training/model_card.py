@@ -21,14 +21,17 @@ import argparse
 import json
 from pathlib import Path
 
-import yaml
-
 from nmt.constants import METADATA_PATH
 from nmt.inference.precision import BOTH, export_flag
 from nmt.types import RECOMMENDED_DECODING, DecodeOptions, recommended_options
 from training.corpus.build import MANIFEST
+from training.model_card_data import (
+    corpus_data,
+    find_manifest,
+    limits_line,
+    plain_data,
+)
 
-ATTRIBUTION = "Sentence pairs from www.manythings.org/anki and tatoeba.org (CC-BY 2.0 FR)"
 
 def _export_options(average: int, precision: str, links: str = "argmax") -> str:
     options = f" --average {average}" if average else ""
@@ -210,10 +213,6 @@ def _default_decoding(metadata: dict) -> list[str]:
             "beam size and n-best."]
 
 
-def _count(summary: dict, key: str, what: str) -> str:
-    return f", {summary[key]:,}{what}" if key in summary else ""
-
-
 def _machine(summary: dict) -> str:
     """The training machine as the run recorded it."""
     machine = summary.get("machine")
@@ -230,14 +229,6 @@ def _size_mb(path: Path) -> float:
 def _cell(text: str) -> str:
     """Text for a Markdown table cell (sacrebleu signatures contain pipes)."""
     return text.replace("|", "\\|")
-
-
-def _joined(summary: dict) -> str:
-    joined = summary.get("joined_examples")
-    if not joined:
-        return "- No joined examples: the model saw the training pairs as they are."
-    return (f"- {joined:,} long examples made by joining 2 to `data.join_max_pairs` random "
-            "training pairs (`data.join_fraction`), so that attention meets long inputs.")
 
 
 def _guidance(summary: dict) -> str:
@@ -392,110 +383,6 @@ def _shortlist(shortlist: dict | None) -> str:
             "`align` scores over the whole vocabulary.")
 
 
-def find_manifest(run: Path, corpus: Path | None = None) -> dict | None:
-    """The `nmt corpus` manifest of the run's training data, or None for a plain file.
-
-    It is the `manifest.json` beside the run's `data.train` (in its `config.yaml`,
-    relative to the run directory), or in `corpus`, the directory that holds that
-    file now.
-
-    Raises:
-        FileNotFoundError: the training file is not where the config says (and no
-            `corpus` is given), or `corpus` holds neither it nor a manifest.
-        ValueError: the manifest describes another training file.
-    """
-    config = yaml.safe_load((run / "config.yaml").read_text()) or {}
-    train = (config.get("data") or {}).get("train")
-    if not train:
-        return None
-    name = Path(train).name
-    directory = Path(corpus) if corpus is not None else (run / train).parent
-    if not (directory / name).is_file() and not (directory / MANIFEST).is_file():
-        if corpus is not None:
-            raise FileNotFoundError(
-                f"--corpus {corpus} holds neither {MANIFEST} nor {name} (the run's "
-                "data.train): pass the directory the run's training data is in now")
-        raise FileNotFoundError(
-            f"{run / train} (data.train of {run / 'config.yaml'}, relative to the run) "
-            "does not exist, so the card cannot tell whether it was a corpus of `nmt corpus` "
-            f"with sources and licences: pass --corpus DIR, the directory that holds it (and "
-            f"its {MANIFEST}, if it has one) now")
-    if not (directory / MANIFEST).is_file():
-        return None
-    manifest = json.loads((directory / MANIFEST).read_text())
-    if manifest["train_file"] != name:
-        raise ValueError(f"{directory / MANIFEST} describes {manifest['train_file']}, not the "
-                         f"run's data.train {train}: pass --corpus DIR, the corpus it trained on")
-    return manifest
-
-
-def _plain_data(summary: dict) -> list[str]:
-    """The Data lines of a run on the Anki release (no corpus manifest)."""
-    return [
-        "- Training: the Tatoeba / ManyThings \"Anki\" fra-eng release of 2019-04-07, "
-        "deduplicated and split so that no dev/test sentence occurs in training "
-        f"(`train.tsv`{_count(summary, 'train_pairs', ' pairs used after cleaning')}); "
-        f"model selection on `dev.tsv`{_count(summary, 'dev_sources', ' distinct sources')}.",
-        _joined(summary),
-        f"- Licence: CC-BY 2.0 France. Attribution: \"{ATTRIBUTION}\".",
-    ]
-
-
-def _corpus_data(manifest: dict, summary: dict) -> list[str]:
-    """The Data lines of a run on a corpus of `nmt corpus`, from its manifest."""
-    sources = manifest["sources"]
-    excluded = manifest.get("excluded_files") or ()
-    dev = (f", {summary['dev_sources']:,} distinct English sentences"
-           if "dev_sources" in summary else "")
-    return [
-        f"- Training: the `{manifest['name']}` corpus built by `nmt corpus` "
-        f"(`training/corpora/{manifest['name']}.yaml`), {manifest['train_pairs']:,} training "
-        f"pairs (`{manifest['train_file']}`"
-        f"{_count(summary, 'train_pairs', ' used after cleaning')}) from {len(sources)} "
-        "sources, each filtered by the recipe's rules, deduplicated (exact and near "
-        "duplicates) and written `weight` times; the licence and attribution of each go "
-        "wherever the model goes:",
-        *(f"    - {_source_text(source)}" for source in sources),
-        "- No training pair shares a side with a held-out pair"
-        + (f" or with the {len(excluded)} evaluation files "
-           + ", ".join(f"`{name}`" for name in excluded) if excluded else "") + ".",
-        f"- Model selection on `{manifest['dev_file']}`: up to {manifest['dev_mix_pairs']:,} "
-        f"held-out pairs of each source, named in its third column{dev}.",
-        _joined(summary),
-    ]
-
-
-def _source_text(source: dict) -> str:
-    """One source of a corpus manifest: its counts, licence and attribution."""
-    held = source.get("held_out")
-    held_out = (f" from its own `{source['dev_from']}`" if "dev_from" in source else
-                f" ({held['units']:,} of its {held['of']:,} {held['by']}s)" if held else "")
-    return (
-        f"`{source['name']}` (`{source['file']}`): {source['read']:,} pairs read, "
-        f"{sum(source['dropped'].values()):,} dropped, {source['dev']:,} held out{held_out}; "
-        f"{source['train']:,} kept for training, written with weight {source['weight']:g} "
-        f"({source['train_written']:,} pairs). Licence: {source['licence']}. "
-        f"Attribution: \"{source['attribution']}\"."
-    )
-
-
-# Domains the project measures or is asked about that no corpus source so far covers.
-_UNSEEN_DOMAINS = ("news", "medical", "literature")
-
-
-def _limits(manifest: dict | None) -> str:
-    """The line on what the model was trained on, and what it was not."""
-    if not manifest:
-        return ("- Trained on short, everyday sentences (about 6 words on average); long or "
-                "domain-specific text (news, literature, technical) translates noticeably worse.")
-    names = [source["name"] for source in manifest["sources"]]
-    unseen = [d for d in _UNSEEN_DOMAINS if not any(d in name for name in names)]
-    return (f"- Trained on the domains of its {len(names)} sources only ("
-            + ", ".join(f"`{name}`" for name in names) + "; see Data)"
-            + (f"; other domains ({', '.join(unseen)}) were not in training and may "
-               "translate noticeably worse." if unseen else "."))
-
-
 def _other_sets(other: dict[str, dict]) -> list[str]:
     rows = []
     for name, result in other.items():
@@ -546,7 +433,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "",
         "## Data",
         "",
-        *(_corpus_data(manifest, summary) if manifest else _plain_data(summary)),
+        *(corpus_data(manifest, summary) if manifest else plain_data(summary)),
         "- Alignment evaluation: the Alibi English–French gold word alignments "
         "(522 pairs from five literary short stories), CC-BY-SA 4.0.",
         "",
@@ -607,7 +494,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "",
         "## Limits",
         "",
-        _limits(manifest),
+        limits_line(manifest),
         "- One direction only (English→French); no casing or formatting control.",
     ]
     return "\n".join(lines) + "\n"

@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from nmt.constants import METADATA_PATH
-from training.model_card import ATTRIBUTION, main, render
+from training.model_card import main, render
+from training.model_card_data import ATTRIBUTION
 
 
 def test_card_reports_measured_figures(tmp_path):
