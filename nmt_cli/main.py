@@ -410,6 +410,9 @@ def _evaluate(args) -> int:
             "chrf_signature": report.scores.chrf_signature,
             "sentences": report.sentences, "beam_size": options.beam_size,
         }
+        domains = _domain_scores(pairs, report)
+        if domains:
+            results["translation"]["domains"] = domains
     gold = _gold_alignments(args, metrics)
     if gold:
         report = scoring.score_alignments(translator, gold, **_link_options(args))
@@ -434,11 +437,32 @@ def _evaluate(args) -> int:
     return 0
 
 
-def _evaluation_pairs(args) -> list[tuple[str, str]]:
-    from nmt.data.corpus import read_lines, read_pairs
+def _domain_scores(pairs, report) -> dict:
+    """Each domain's scores where the test TSV names domains in a third column (the
+    mixed dev.tsv of `nmt corpus`); printed, and returned for the JSON."""
+    from nmt.evaluation.metrics import domains_of, group_references, scores_by_domain
+
+    sources, references = group_references((source, ref) for source, ref, *_ in pairs)
+    domains = domains_of(pairs, sources)
+    if len(set(domains)) < 2:
+        return {}
+    result = {}
+    for domain, scores in scores_by_domain(report.hypotheses, references, domains).items():
+        count = domains.count(domain)
+        print(f"  {domain or 'unnamed'}: BLEU {scores.bleu:.2f}  chrF {scores.chrf:.2f}  "
+              f"({count} sentences)")
+        result[domain or "unnamed"] = {"bleu": round(scores.bleu, 2),
+                                       "chrf": round(scores.chrf, 2), "sentences": count}
+    return result
+
+
+def _evaluation_pairs(args) -> list[tuple[str, ...]]:
+    """`(source, reference[, domain])` pairs of --test or --source/--reference."""
+    from nmt.data.corpus import iter_pairs, read_lines
 
     if args.test:
-        pairs = read_pairs(args.test)
+        pairs = [(source, reference, domain) if domain else (source, reference)
+                 for _, source, reference, domain in iter_pairs(args.test)]
     elif args.source:
         if not args.reference:
             raise ValueError("--source needs at least one --reference file")

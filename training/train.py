@@ -53,7 +53,12 @@ from nmt.data.corpus import clean_pairs_with_indices, iter_pairs, read_pairs
 from nmt.data.datasets import make_train_dataset
 from nmt.data.encoding import concatenate_examples, encode_pairs
 from nmt.data.tokenizer import TokenizerPair, train_tokenizers
-from nmt.evaluation.metrics import corpus_scores, group_references
+from nmt.evaluation.metrics import (
+    corpus_scores,
+    domains_of,
+    group_references,
+    scores_by_domain,
+)
 from nmt.inference.export import TranslationModule
 from nmt.model import ModelConfig, Seq2Seq, sequence_loss
 from training import corpus_alignment
@@ -301,10 +306,7 @@ class Trainer:
         self.corpus, self.tokenizers = corpus, tokenizers
         self.dev_sources, self.dev_references = group_references(
             (source, reference) for source, reference, *_ in dev_pairs)
-        domain_of: dict[str, str] = {}
-        for source, _, *domain in dev_pairs:
-            domain_of.setdefault(source, domain[0] if domain else "")
-        self.dev_domains = [domain_of[source] for source in self.dev_sources]
+        self.dev_domains = domains_of(dev_pairs, self.dev_sources)
         self.strategy = strategy or pick_strategy()
         self.workers = worker_count(self.strategy)
         keras.mixed_precision.set_global_policy(cfg.optim.precision)
@@ -415,15 +417,11 @@ class Trainer:
         scores = corpus_scores(hypotheses, self.dev_references)
         result = {"bleu": scores.bleu, "chrf": scores.chrf, "seconds": time.time() - started,
                   "example": hypotheses[0] if hypotheses else ""}
-        domains = sorted(set(self.dev_domains))
-        if len(domains) > 1:  # a mixed dev set (`nmt corpus`): each domain's scores too
-            result["domains"] = {}
-            for domain in domains:
-                rows = [i for i, d in enumerate(self.dev_domains) if d == domain]
-                part = corpus_scores([hypotheses[i] for i in rows],
-                                     [self.dev_references[i] for i in rows])
-                result["domains"][domain or "unnamed"] = {"bleu": round(part.bleu, 2),
-                                                          "chrf": round(part.chrf, 2)}
+        if len(set(self.dev_domains)) > 1:  # a mixed dev set (`nmt corpus`): each domain too
+            result["domains"] = {
+                domain or "unnamed": {"bleu": round(part.bleu, 2), "chrf": round(part.chrf, 2)}
+                for domain, part in scores_by_domain(hypotheses, self.dev_references,
+                                                     self.dev_domains).items()}
         return result
 
     def _log_attention_image(self, step: int) -> None:

@@ -62,6 +62,34 @@ def group_references(pairs: Iterable[tuple[str, str]]) -> tuple[list[str], list[
     return list(grouped), list(grouped.values())
 
 
+# More distinct values than this in a third column are not domains (the raw Anki file
+# has an attribution there, one per line).
+MAX_DOMAINS = 50
+
+
+def domains_of(pairs: Iterable[tuple[str, ...]], sources: Sequence[str]) -> list[str]:
+    """The domain of each grouped source (`group_references`' order): the third item of
+    the first pair with that source; all "" where pairs have none, or where the third
+    items take more than `MAX_DOMAINS` values."""
+    domain_of: dict[str, str] = {}
+    for source, _, *domain in pairs:
+        domain_of.setdefault(source, domain[0] if domain else "")
+    if len(set(domain_of.values())) > MAX_DOMAINS:
+        return [""] * len(sources)
+    return [domain_of[source] for source in sources]
+
+
+def scores_by_domain(hypotheses: Sequence[str], references: Sequence[Sequence[str]],
+                     domains: Sequence[str]) -> dict[str, Scores]:
+    """`corpus_scores` of each domain of a mixed test set, domains in sorted order."""
+    result = {}
+    for domain in sorted(set(domains)):
+        rows = [i for i, d in enumerate(domains) if d == domain]
+        result[domain] = corpus_scores([hypotheses[i] for i in rows],
+                                       [references[i] for i in rows])
+    return result
+
+
 def corpus_scores(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> Scores:
     """Corpus BLEU and chrF of hypotheses against one or more references each.
 

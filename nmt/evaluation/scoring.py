@@ -69,8 +69,9 @@ def translate_all(translator: Translator, sentences: Sequence[str], options: Dec
 def score_translations(translator: Translator, pairs: Sequence[tuple[str, str]],
                        options: DecodeOptions,
                        batch_size: int = DEFAULT_BATCH_SIZE) -> TranslationReport:
-    """Multi-reference BLEU/chrF: identical sources are grouped with all their references."""
-    sources, references = group_references(pairs)
+    """Multi-reference BLEU/chrF: identical sources are grouped with all their references
+    (items of `pairs` after the reference, such as a domain, are ignored)."""
+    sources, references = group_references((pair[0], pair[1]) for pair in pairs)
     started = time.time()
     hypotheses = translate_all(translator, sources, options, batch_size)
     seconds = time.time() - started

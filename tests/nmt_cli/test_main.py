@@ -80,6 +80,21 @@ def test_evaluate_bleu_and_aer(tiny_model_dir, tiny_pairs_path, capsys, tmp_path
     assert saved["alignment"]["pairs"] == 2
 
 
+def test_evaluate_scores_each_domain_of_a_mixed_test_set(tiny_model_dir, tiny_pairs_path,
+                                                        capsys, tmp_path):
+    lines = tiny_pairs_path.read_text(encoding="utf-8").splitlines()[:8]
+    mixed = tmp_path / "dev.tsv"
+    mixed.write_text("".join(f"{line}\t{'laws' if i < 3 else 'ui'}\n"
+                             for i, line in enumerate(lines)), encoding="utf-8")
+    results = tmp_path / "results.json"
+    code, out, _ = run_cli(["evaluate", "--model", str(tiny_model_dir), "--test", str(mixed),
+                            "--beam-size", "1", "--json", str(results)], capsys)
+    assert code == 0
+    domains = json.loads(results.read_text())["translation"]["domains"]
+    assert {name: d["sentences"] for name, d in domains.items()} == {"laws": 3, "ui": 5}
+    assert "  laws: BLEU" in out and "  ui: BLEU" in out
+
+
 def test_evaluate_needs_something_to_score(tiny_model_dir, capsys):
     code, _, err = run_cli(["evaluate", "--model", str(tiny_model_dir)], capsys)
     assert code == 2

@@ -249,3 +249,28 @@ def test_metrics_do_not_import_tensorflow():
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "False", metrics.__file__
+
+
+def test_scores_by_domain_score_each_domain_alone():
+    from nmt.evaluation.metrics import domains_of, scores_by_domain
+
+    pairs = [("a b c d", "w x y z", "laws"), ("e f g h", "p q r s", "ui"),
+             ("a b c d", "w x y t", "laws")]
+    sources, references = group_references((s, r) for s, r, _ in pairs)
+    domains = domains_of(pairs, sources)
+    assert domains == ["laws", "ui"]
+    hypotheses = ["w x y z", "nothing alike here"]
+    by_domain = scores_by_domain(hypotheses, references, domains)
+    assert list(by_domain) == ["laws", "ui"]
+    assert by_domain["laws"].bleu == corpus_scores(hypotheses[:1], references[:1]).bleu
+    assert by_domain["laws"].bleu == pytest.approx(100)
+    assert by_domain["ui"].bleu == corpus_scores(hypotheses[1:], references[1:]).bleu < 10
+
+
+def test_a_third_column_of_many_values_is_no_domain():
+    from nmt.evaluation.metrics import MAX_DOMAINS, domains_of
+
+    pairs = [(f"s{i}", "r", f"CC-BY 2.0 (France) Attribution: tatoeba.org #{i}")
+             for i in range(MAX_DOMAINS + 1)]
+    assert set(domains_of(pairs, [p[0] for p in pairs])) == {""}
+    assert domains_of([("s", "r")], ["s"]) == [""]
