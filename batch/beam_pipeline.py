@@ -44,6 +44,7 @@ from batch.options import (
     add_document_format_option,
     add_input_options,
     add_model_option,
+    add_placeholders_option,
     add_translation_options,
     input_format,
 )
@@ -94,11 +95,13 @@ class TranslationModelHandler(ModelHandler[tuple[int, str], dict, object]):
             `xml`: a document in that format (`batch.job.translate_documents_window`;
             a batch of `batch_size` documents, whose sentences go to the model
             `batch_size` at a time).
+        placeholders: give placeholders back exactly, once each (as `nmt batch`).
     """
 
     def __init__(self, model: str, options: DecodeOptions | Mapping | None = None, *,
                  batch_size: int = DEFAULT_BATCH_SIZE, with_alignment: bool = False,
-                 max_wait_secs: int = 10, document_format: str | None = None):
+                 max_wait_secs: int = 10, document_format: str | None = None,
+                 placeholders: bool = True):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1. Received: batch_size={batch_size!r}")
         if document_format is not None and document_format not in DOCUMENT_FORMATS:
@@ -111,6 +114,7 @@ class TranslationModelHandler(ModelHandler[tuple[int, str], dict, object]):
         self._model, self._options = model, options if options is not None else {}
         self._batch_size, self._with_alignment = batch_size, with_alignment
         self._document_format = document_format
+        self._placeholders = placeholders
 
     def load_model(self):
         from batch.engines import LocalEngine
@@ -121,9 +125,11 @@ class TranslationModelHandler(ModelHandler[tuple[int, str], dict, object]):
                       inference_args: dict | None = None) -> Iterable[dict]:
         sources = [SourceLine(line, text) for line, text in batch]
         if self._document_format is None:
-            return translate_window(sources, model, with_alignment=self._with_alignment)
+            return translate_window(sources, model, with_alignment=self._with_alignment,
+                                    placeholders=self._placeholders)
         return translate_documents_window(sources, model, self._document_format,
-                                          with_alignment=self._with_alignment)
+                                          with_alignment=self._with_alignment,
+                                          placeholders=self._placeholders)
 
     def get_metrics_namespace(self) -> str:
         return "nmt"
@@ -186,6 +192,7 @@ def _parser() -> argparse.ArgumentParser:
     add_model_option(p)
     add_input_options(p)
     add_document_format_option(p)
+    add_placeholders_option(p)
     p.add_argument("--max-wait-secs", type=int, default=10,
                    help="longest wait of a partial batch (streaming)")
     p.add_argument("--num-shards", type=int, default=0, help="output files (0: runner decides)")
@@ -200,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     handler = TranslationModelHandler(args.model, given_decode_options(args),
                                       batch_size=args.batch_size, with_alignment=args.alignment,
                                       max_wait_secs=args.max_wait_secs,
-                                      document_format=args.document_format)
+                                      document_format=args.document_format,
+                                      placeholders=args.placeholders)
     with beam.Pipeline(options=PipelineOptions(beam_args)) as pipeline:
         build_pipeline(pipeline, args.input, args.output, fmt, handler, args.num_shards)
     return 0

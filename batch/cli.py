@@ -11,6 +11,7 @@ from batch.options import (
     add_document_format_option,
     add_input_options,
     add_model_option,
+    add_placeholders_option,
     add_translation_options,
     input_format,
 )
@@ -38,6 +39,7 @@ def add_batch_parser(sub) -> None:
     p.add_argument("--format", choices=OUTPUT_FORMATS,
                    help="output format (default: text for .txt[.gz], else jsonl)")
     add_document_format_option(p)
+    add_placeholders_option(p)
     add_input_options(p)
     p.add_argument("--resume", action="store_true", help="continue an interrupted run")
     p.add_argument("--window", type=int, default=2000,
@@ -68,7 +70,7 @@ def _config(args):
     return JobConfig(args.input, args.output, input_format(args, args.input),
                      output_format=args.format or detect_output_format(str(args.output)),
                      with_alignment=args.alignment, window=args.window, resume=args.resume,
-                     document_format=args.document_format)
+                     document_format=args.document_format, placeholders=args.placeholders)
 
 
 def run_batch(args) -> int:

@@ -158,6 +158,8 @@ class ServerEngine:
 
     All batches of one `translate` call go through one stream, so the
     client sends the next batch while the server decodes the previous one.
+    The server reads the sentences as they are (`keep_placeholders` off): the
+    job has taken the placeholders out already, or was asked not to.
     INVALID_ARGUMENT becomes `BadInputError`; a busy or restarting server
     (UNAVAILABLE, RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED) is retried with
     exponential backoff, and the job stops if it stays so.
@@ -199,8 +201,9 @@ class ServerEngine:
         requests = [list(batch) for batch in batches(sentences, self.batch_size)]
         for attempt in range(self.retries + 1):
             try:
-                results = [t for reply in self.client.translate_stream(requests, self.options)
-                           for t in reply]
+                replies = self.client.translate_stream(requests, self.options,
+                                                       keep_placeholders=False)
+                results = [t for reply in replies for t in reply]
                 break
             except Exception as error:
                 status = _status_name(error)

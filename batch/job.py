@@ -12,6 +12,11 @@ With `document_format` set each line is one document (plain text, HTML or
 XML, `nmt.documents.markup.plan_document`): the sentences of a window's documents are
 sorted and translated together, and each document joined again. A line
 whose markup is malformed is an error record naming the position.
+
+Placeholders (`%s`, `{0}`, `&amp;`: `nmt.documents.placeholders`) come back
+exactly unless `JobConfig.placeholders` is False: the job takes them out of what
+the engine reads (`nmt.documents.protection`, or each document's plan) and puts
+them back, so a server engine reads sentences without them.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from batch.records import (
     translation_record,
 )
 from nmt.documents.markup import DOCUMENT_FORMATS, MarkupError, plan_document
+from nmt.documents.protection import protect
 from nmt.documents.sentences import join_documents
 
 log = logging.getLogger("nmt.batch")
@@ -59,6 +65,7 @@ class JobConfig:
         resume: continue from the checkpoint of an interrupted run.
         document_format: None: each line is a sentence; `text`, `html` or
             `xml`: each line is a document in that format.
+        placeholders: give placeholders back exactly, once each.
     """
 
     input: Path
@@ -69,6 +76,7 @@ class JobConfig:
     window: int = 2000
     resume: bool = False
     document_format: str | None = None
+    placeholders: bool = True
 
     def __post_init__(self) -> None:
         if self.document_format is not None and self.document_format not in DOCUMENT_FORMATS:
@@ -95,10 +103,12 @@ class JobResult:
 
 
 def translate_window(sources: list[SourceLine], engine: Engine, *,
-                     with_alignment: bool = False) -> list[dict]:
-    """Records for a window of lines, in input order (translated sorted by length)."""
+                     with_alignment: bool = False, placeholders: bool = True) -> list[dict]:
+    """Records for a window of lines, in input order (translated sorted by length); with
+    `placeholders`, each comes back exactly (`nmt.documents.protection`)."""
     todo = sorted((s for s in sources if s.error is None), key=lambda s: len(s.text))
-    results = translate_or_explain(engine, [s.text for s in todo])
+    protected = protect([s.text for s in todo], placeholders)
+    results = protected.restore(translate_or_explain(engine, protected.sentences))
     records = {}
     for source, result in zip(todo, results, strict=True):
         if isinstance(result, str):
@@ -111,20 +121,22 @@ def translate_window(sources: list[SourceLine], engine: Engine, *,
 
 
 def translate_documents_window(sources: list[SourceLine], engine: Engine, format: str, *,
-                               with_alignment: bool = False) -> list[dict]:
+                               with_alignment: bool = False,
+                               placeholders: bool = True) -> list[dict]:
     """Records for a window of documents, in input order.
 
     The sentences of all the window's documents are translated together,
     sorted by length (a sentence found twice, once); a document with a
     sentence the engine rejects, or with malformed markup, is an error
-    record saying which.
+    record saying which. With `placeholders`, each document's plan takes
+    them out and puts them back.
     """
     plans, records = {}, {}
     for source in sources:
         if source.error is not None:
             continue
         try:
-            plans[source.line] = plan_document(source.text, format)
+            plans[source.line] = plan_document(source.text, format, placeholders)
         except MarkupError as error:
             records[source.line] = error_record(source, f"malformed {format.upper()}: {error}")
     # Each distinct sentence once, in an order that does not depend on hashing (resumes).
@@ -155,6 +167,8 @@ def fingerprint(config: JobConfig, engine: Engine) -> dict:
         "input_format": dataclasses.asdict(config.input_format),
         "output_format": config.output_format, "with_alignment": config.with_alignment,
         "window": config.window, "engine": engine.settings(),
+        # Always there: a job begun before placeholders were kept does not resume with them.
+        "placeholders": config.placeholders,
     }
     if config.document_format is not None:  # absent otherwise: older checkpoints still resume
         facts["document_format"] = config.document_format
@@ -234,11 +248,13 @@ def run_job(config: JobConfig, engine: Engine,
                            for number, text in window]
                 if config.document_format is None:
                     records = translate_window(sources, engine,
-                                               with_alignment=config.with_alignment)
+                                               with_alignment=config.with_alignment,
+                                               placeholders=config.placeholders)
                 else:
                     records = translate_documents_window(
                         sources, engine, config.document_format,
-                        with_alignment=config.with_alignment)
+                        with_alignment=config.with_alignment,
+                        placeholders=config.placeholders)
                 checkpoint = _commit(out, checkpoint, records, config, sources[-1].line)
                 if on_progress is not None:
                     on_progress(len(sources), checkpoint.lines)

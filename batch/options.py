@@ -45,6 +45,13 @@ def add_document_format_option(parser: argparse.ArgumentParser) -> None:
                              "default: each line is one sentence")
 
 
+def add_placeholders_option(parser: argparse.ArgumentParser) -> None:
+    """Adds `--placeholders/--no-placeholders` (default: on)."""
+    parser.add_argument("--placeholders", action=argparse.BooleanOptionalAction, default=True,
+                        help="give placeholders (%%s, {0}, &amp;) back exactly, once each "
+                             "(default); --no-placeholders lets the model read them as text")
+
+
 def input_format(args: argparse.Namespace, path: str | Path) -> InputFormat:
     """The `InputFormat` of arguments parsed with `add_input_options`, for the file `path`.
 

@@ -54,10 +54,12 @@ DOCUMENT_FORMATS = {name.removeprefix("TEXT_FORMAT_").lower(): value
 
 
 def _request(sentences: list[str], options: DecodeOptions | None, request_id: str = "",
-             format: str | None = None, **view):
+             format: str | None = None, keep_placeholders: bool = True, **view):
+    # Set only when off: a request that keeps them is the same bytes as before the field.
+    given = {} if keep_placeholders else {"keep_placeholders": False}
     return pb2.TranslateRequest(
         sentences=sentences, options=convert.options_to_proto(options),
-        request_id=request_id, format=_text_format(format), **_view(**view))
+        request_id=request_id, format=_text_format(format), **given, **_view(**view))
 
 
 def _text_format(format: str | None) -> int:
@@ -103,8 +105,8 @@ class TranslationClient:
 
     def translate(self, sentences: Sequence[str], options: DecodeOptions | None = None, *,
                   with_alignment: bool = True, with_attention: bool = False,
-                  links: str | None = None,
-                  link_threshold: float | None = None) -> list[Translation]:
+                  links: str | None = None, link_threshold: float | None = None,
+                  keep_placeholders: bool = True) -> list[Translation]:
         """Translates sentences in one request.
 
         Args:
@@ -117,6 +119,9 @@ class TranslationClient:
             links: a rule of `nmt.alignment.word_links.LINK_RULES` for the word
                 links (argmax, threshold, intersect, grow); None: the model's.
             link_threshold: the rule's threshold; None: the server's default.
+            keep_placeholders: give placeholders (`%s`, `{0}`, `&amp;`...) back
+                exactly, once each (`TranslateRequest.keep_placeholders`); False
+                lets the model read them as text.
 
         Returns:
             One `Translation` per sentence, in order.
@@ -124,7 +129,7 @@ class TranslationClient:
         sentences = sentence_list(sentences)
         request = _request(sentences, options, with_alignment=with_alignment,
                            with_attention=with_attention, links=links,
-                           link_threshold=link_threshold)
+                           link_threshold=link_threshold, keep_placeholders=keep_placeholders)
         response = self._stub.Translate(request,
                                         timeout=self.timeout, metadata=self._metadata)
         return convert.translations_from_response(response, sentences)
@@ -132,8 +137,8 @@ class TranslationClient:
     def translate_documents(self, documents: Sequence[str], format: str = "text",
                             options: DecodeOptions | None = None, *,
                             with_alignment: bool = True, with_attention: bool = False,
-                            links: str | None = None,
-                            link_threshold: float | None = None) -> list[DocumentTranslation]:
+                            links: str | None = None, link_threshold: float | None = None,
+                            keep_placeholders: bool = True) -> list[DocumentTranslation]:
         """Translates documents (paragraphs, HTML or XML) in one request.
 
         Each document is split into sentences on the server; its sentences
@@ -146,7 +151,8 @@ class TranslationClient:
             format: `text` (plain text: sentences and paragraphs), `html` or
                 `xml` (inline tags carried across through the word links).
             options / with_alignment / with_attention / links /
-                link_threshold: as for `translate`, for every sentence.
+                link_threshold / keep_placeholders: as for `translate`, for
+                every sentence.
 
         Returns:
             One `DocumentTranslation` per document, in order: `text` is the
@@ -164,13 +170,15 @@ class TranslationClient:
         documents = sentence_list(documents, "documents")
         request = _request(documents, options, format=format, with_alignment=with_alignment,
                            with_attention=with_attention, links=links,
-                           link_threshold=link_threshold)
+                           link_threshold=link_threshold, keep_placeholders=keep_placeholders)
         response = self._stub.Translate(request, timeout=self.timeout, metadata=self._metadata)
         return convert.documents_from_response(response, documents)
 
     def translate_stream(self, batches: Iterable[Sequence[str]],
-                         options: DecodeOptions | None = None) -> Iterator[list[Translation]]:
-        """Translates batches over one `TranslateStream` call.
+                         options: DecodeOptions | None = None, *,
+                         keep_placeholders: bool = True) -> Iterator[list[Translation]]:
+        """Translates batches over one `TranslateStream` call (`keep_placeholders` as for
+        `translate`).
 
         Yields:
             One list of translations per input batch, in input order. The
@@ -182,7 +190,8 @@ class TranslationClient:
         def requests():
             for index, batch in enumerate(batches):
                 sent[index] = sentence_list(batch)
-                yield _request(sent[index], options, request_id=str(index))
+                yield _request(sent[index], options, request_id=str(index),
+                               keep_placeholders=keep_placeholders)
 
         responses = self._stub.TranslateStream(requests(), timeout=self.timeout,
                                                metadata=self._metadata)
@@ -320,13 +329,13 @@ class AsyncTranslationClient:
 
     async def translate(self, sentences: Sequence[str], options: DecodeOptions | None = None,
                         *, with_alignment: bool = True, with_attention: bool = False,
-                        links: str | None = None,
-                        link_threshold: float | None = None) -> list[Translation]:
+                        links: str | None = None, link_threshold: float | None = None,
+                        keep_placeholders: bool = True) -> list[Translation]:
         """See `TranslationClient.translate`."""
         sentences = sentence_list(sentences)
         request = _request(sentences, options, with_alignment=with_alignment,
                            with_attention=with_attention, links=links,
-                           link_threshold=link_threshold)
+                           link_threshold=link_threshold, keep_placeholders=keep_placeholders)
         response = await self._stub.Translate(request,
                                               timeout=self.timeout, metadata=self._metadata)
         return convert.translations_from_response(response, sentences)
@@ -334,20 +343,20 @@ class AsyncTranslationClient:
     async def translate_documents(self, documents: Sequence[str], format: str = "text",
                                   options: DecodeOptions | None = None, *,
                                   with_alignment: bool = True, with_attention: bool = False,
-                                  links: str | None = None, link_threshold: float | None = None
-                                  ) -> list[DocumentTranslation]:
+                                  links: str | None = None, link_threshold: float | None = None,
+                                  keep_placeholders: bool = True) -> list[DocumentTranslation]:
         """See `TranslationClient.translate_documents`."""
         documents = sentence_list(documents, "documents")
         request = _request(documents, options, format=format, with_alignment=with_alignment,
                            with_attention=with_attention, links=links,
-                           link_threshold=link_threshold)
+                           link_threshold=link_threshold, keep_placeholders=keep_placeholders)
         response = await self._stub.Translate(request, timeout=self.timeout,
                                               metadata=self._metadata)
         return convert.documents_from_response(response, documents)
 
     async def translate_stream(
         self, batches: Iterable[Sequence[str]] | AsyncIterable[Sequence[str]],
-        options: DecodeOptions | None = None,
+        options: DecodeOptions | None = None, *, keep_placeholders: bool = True,
     ) -> AsyncIterator[list[Translation]]:
         """See `TranslationClient.translate_stream`."""
         sent: dict[int, list[str]] = {}
@@ -356,7 +365,8 @@ class AsyncTranslationClient:
             index = 0
             async for batch in _aiter(batches):
                 sent[index] = sentence_list(batch)
-                yield _request(sent[index], options, request_id=str(index))
+                yield _request(sent[index], options, request_id=str(index),
+                               keep_placeholders=keep_placeholders)
                 index += 1
 
         call = self._stub.TranslateStream(requests(), timeout=self.timeout,

@@ -15,16 +15,17 @@ from nmt.documents.sentences import join_documents, sentences_of
 from nmt.options import client_decode_options, decode_options
 
 
-def plans_for(lines: Sequence[str], format: str) -> list:
-    """Document plans of `lines` (`text`: sentences; `html`/`xml`: markup too)."""
+def plans_for(lines: Sequence[str], format: str, placeholders: bool = True) -> list:
+    """Document plans of `lines` (`text`: sentences; `html`/`xml`: markup too), their
+    placeholders carried across unless `placeholders` is False."""
     if format not in DOCUMENT_FORMATS:
         raise ValueError(f"--format must be one of {DOCUMENT_FORMATS}. Received: {format!r}")
-    return [plan_document(line, format) for line in lines]
+    return [plan_document(line, format, placeholders) for line in lines]
 
 
 def translate_lines(lines: Sequence[str], format: str,
-                    translate: Callable[[list[str]], Sequence], batch_size: int = 64
-                    ) -> Iterator[str]:
+                    translate: Callable[[list[str]], Sequence], batch_size: int = 64,
+                    placeholders: bool = True) -> Iterator[str]:
     """Each line translated as one document, in order.
 
     Args:
@@ -32,6 +33,7 @@ def translate_lines(lines: Sequence[str], format: str,
         format: `text`, `html` or `xml`.
         translate: sentences -> results with `.text` and `.word_alignment`.
         batch_size: documents per translator call.
+        placeholders: give placeholders back exactly (`nmt.documents.placeholders`).
 
     Yields:
         One translated line per input line.
@@ -42,7 +44,7 @@ def translate_lines(lines: Sequence[str], format: str,
     """
     for start in range(0, len(lines), batch_size):
         chunk = lines[start:start + batch_size]
-        plans = _numbered(lambda part: plans_for(part, format), chunk, start)
+        plans = _numbered(lambda part: plans_for(part, format, placeholders), chunk, start)
         sentences = sentences_of(plans)
         results = list(translate(sentences)) if sentences else []
         for document in join_documents(plans, results):
@@ -97,15 +99,19 @@ def translate_command(args) -> int:
 
         with TranslationClient(args.server) as client:
             options = client_decode_options(args, client)
-            for line in translate_lines(lines, args.format,
-                                        lambda s: client.translate(s, options)):
+            # The plans took the placeholders out already: the server reads what they give.
+            for line in translate_lines(
+                    lines, args.format,
+                    lambda s: client.translate(s, options, keep_placeholders=False),
+                    placeholders=args.placeholders):
                 print(line)
         return 0
     from nmt.inference.translator import Translator
 
     translator = Translator.load(args.model, args.precision)
     options = decode_options(args, translator.info.default_options)
-    for line in translate_lines(lines, args.format, lambda s: translator.translate(s, options)):
+    for line in translate_lines(lines, args.format, lambda s: translator.translate(s, options),
+                                placeholders=args.placeholders):
         print(line)
     return 0
 

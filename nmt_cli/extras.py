@@ -21,10 +21,12 @@ DISTRIBUTION = "nmt-attention"
 COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
     "serve": ("serve",),
     "translate": ("serve",),
+    "translate-file": ("serve",),
     "align": ("serve",),
     "evaluate": ("train",),
     "batch": ("batch",),
     "train": ("train",),
+    "corpus": ("train",),  # recipes are YAML
     "align-corpus": ("train", "align"),
     "distill": ("batch", "train", "align"),
     "export": ("train",),

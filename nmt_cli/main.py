@@ -1,5 +1,5 @@
-"""The `nmt` command: serve, translate, align, batch, corpus, train, align-corpus, distill,
-evaluate, export."""
+"""The `nmt` command: serve, translate, translate-file, align, batch, corpus, train,
+align-corpus, distill, evaluate, export."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from nmt.options import (
     local_precision,
 )
 from nmt_cli.extras import missing_extra_message
+from nmt_cli.files import add_translate_file_parser
 from serving.cli import add_serve_parser
 from training.corpus.cli import add_corpus_parser
 from training.distill import add_distill_parser
@@ -192,6 +193,10 @@ def _add_translate(sub) -> None:
     p.add_argument("--format", choices=("sentences", "text", "html", "xml"), default="sentences",
                    help="sentences (default): one sentence a line; text, html or xml: one "
                         "document a line, split into sentences, tags carried across")
+    p.add_argument("--placeholders", action=argparse.BooleanOptionalAction, default=True,
+                   help="give placeholders (%%s, %%1$s, {0}, {name}, &amp;) back exactly, once "
+                        "each, where the word links put them (default); --no-placeholders lets "
+                        "the model read them as text (docs/documents.md)")
     add_decode_options(p)
     add_precision_option(p)
     _add_link_options(p)
@@ -231,13 +236,17 @@ def _translate(args) -> int:
 
         with TranslationClient(args.server) as client:
             results = client.translate(sentences, client_decode_options(args, client),
+                                       keep_placeholders=args.placeholders,
                                        **_link_options(args))
     else:
+        from nmt.documents.protection import translate_protected
         from nmt.inference.translator import Translator
 
         translator = Translator.load(args.model, args.precision)
         options = decode_options(args, translator.info.default_options)
-        results = translator.translate(sentences, options, **_link_options(args))
+        results = translate_protected(
+            sentences, lambda read: translator.translate(read, options, **_link_options(args)),
+            enabled=args.placeholders)
     _print_translations(results, args.alignment)
     if args.plot:
         from nmt.alignment.plots import save_attention_plot
@@ -563,6 +572,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"show TensorFlow's own logs too (or set {VERBOSE_ENV}=1)")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_translate(sub)
+    add_translate_file_parser(sub)
     _add_evaluate(sub)
     _add_align(sub)
     _add_train(sub)

@@ -2,7 +2,10 @@
 
 Documents (`TranslateRequest.format`) are split into sentences (`nmt.documents.markup.
 plan_document`, in a worker thread: parsing is CPU work), their sentences
-queued in the batcher like any others, and joined again. Align pairs with a
+queued in the batcher like any others, and joined again. Placeholders
+(`TranslateRequest.keep_placeholders`, on unless a request turns them off) are
+taken out of what the model reads and put back the same way: in sentences by
+`nmt.documents.protection`, in documents by their plans. Align pairs with a
 format (`AlignRequest.format`) are planned with `nmt.documents.markup.plan_projection`
 and their tags put onto the given targets the same way. Errors are raised,
 never turned into statuses here (see `serving.interceptors`).
@@ -16,6 +19,7 @@ import grpc
 
 from nmt.alignment import word_links
 from nmt.documents.markup import MarkupError, plan_document, plan_projection
+from nmt.documents.protection import protect
 from nmt.documents.sentences import join_documents, sentences_of
 from nmt.types import DecodeOptions
 from nmt_api import convert, protos
@@ -126,8 +130,10 @@ class TranslationServicer:
         self._store.translator  # noqa: B018  (UNAVAILABLE before queueing when no model is loaded)
         if parsed.format is not None:
             return await self._answer_documents(parsed, index, deadline)
-        translations, version = await self._batcher.translate(
-            parsed.sentences, parsed.options, deadline)
+        protected = await asyncio.to_thread(protect, parsed.sentences, parsed.keep_placeholders)
+        read = protected.sentences
+        translations, version = await self._batcher.translate(read, parsed.options, deadline)
+        translations = await asyncio.to_thread(protected.restore, translations)
         return pb2.TranslateResponse(
             translations=_answers(translations, parsed),
             request_id=parsed.request_id, request_index=index,
@@ -154,7 +160,7 @@ def _plans(parsed: ParsedRequest, max_sentences: int, index: int) -> list:
     plans = []
     for i, text in enumerate(parsed.sentences):
         try:
-            plans.append(plan_document(text, parsed.format))
+            plans.append(plan_document(text, parsed.format, parsed.keep_placeholders))
         except MarkupError as error:
             raise InvalidArgument(f"{where}document {i} is not valid {parsed.format.upper()}: "
                                   f"{error}") from error

@@ -69,7 +69,9 @@ class ParsedRequest:
     """A validated request: what the batcher and the response builder need.
 
     `format` is None for sentences, else what the entries of `sentences` are
-    (a document format of `nmt.documents.markup.DOCUMENT_FORMATS`).
+    (a document format of `nmt.documents.markup.DOCUMENT_FORMATS`);
+    `keep_placeholders` whether placeholders come back exactly
+    (`nmt.documents.protection`; unset in the request: true).
     """
 
     sentences: tuple[str, ...]
@@ -79,6 +81,7 @@ class ParsedRequest:
     with_attention: bool = False
     links: LinkChoice | None = None
     format: str | None = None
+    keep_placeholders: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,7 +138,12 @@ def parse_request(request, limits: Limits, index: int | None = None,
     return ParsedRequest(tuple(request.sentences),
                          _options(request, limits, where, defaults or DecodeOptions()),
                          _with_alignment(request), request.request_id,
-                         request.with_attention, _links(request, where), format)
+                         request.with_attention, _links(request, where), format,
+                         _keep_placeholders(request))
+
+
+def _keep_placeholders(request) -> bool:
+    return request.keep_placeholders if request.HasField("keep_placeholders") else True
 
 
 def _format(request, where: str = "") -> str | None:

@@ -35,6 +35,14 @@ What goes where:
   template`) and elements enclosing no word are kept verbatim, as one
   piece, at the target position of the word they follow (or, when a space
   separated them from it, precede).
+- Placeholders (`plan_markup(..., placeholders=True)`, `plan_document`;
+  `nmt.documents.placeholders`: `%s`, `{0}`...) are standalone pieces of the
+  text: the model does not read them and each comes back verbatim, once,
+  where a standalone tag would; those taken in order (`%s`, `%d`, `{}`)
+  keep the source's order. `plan_text` does the same for plain text (no
+  escaping), where entities (`&amp;`) are placeholders too. Sentences are
+  found with the pieces in place; a piece before a sentence's first word or
+  after its last stays where it is.
 - Tags are copied verbatim (attributes as written); everything outside the
   sentences (blocks, whitespace between sentences, entities there) is
   copied as given. Translated text is escaped (`&amp; &lt; &gt;`); the
@@ -48,6 +56,9 @@ and tags), XML that expat rejects, and input over the limits below.
 
 Offsets: `MarkupTranslation.link_spans` gives each word link as character
 spans on the markup as given and on the translated markup.
+
+Parsing is `nmt.documents.parsing`, placing and writing the tags
+`nmt.documents.projection`; this module finds the sentences and plans.
 """
 
 from __future__ import annotations
@@ -55,14 +66,28 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import html
-import re
-import unicodedata
-from collections import Counter
 from collections.abc import Sequence
-from html.parser import HTMLParser
-from xml.parsers import expat
 
 from nmt.documents.offsets import SpanLink, word_spans
+from nmt.documents.parsing import (  # noqa: F401  (the limits: part of this module's API)
+    FORMATS,
+    MAX_DEPTH,
+    MAX_MARKUP_CHARS,
+    MAX_TAG_CHARS,
+    MarkupError,
+    _check_length,
+    _Element,
+    _Item,
+    _parse,
+)
+from nmt.documents.placeholders import (
+    KINDS,
+    MARKUP_KINDS,
+    Piece,
+    find_placeholders,
+    verbatim_pieces,
+)
+from nmt.documents.projection import _Node, _render, _Unit
 from nmt.documents.sentences import (
     DocumentPlan,
     DocumentTranslation,
@@ -74,406 +99,13 @@ from nmt.documents.sentences import (
 )
 from nmt.documents.sentences import join as join_plain
 
-FORMATS = ("html", "xml")
 DOCUMENT_FORMATS = ("text", *FORMATS)  # what `plan_document` reads: plain text or markup
-# Limits, each checked in one place and raising MarkupError (tests/nmt/documents/test_markup.py).
-MAX_MARKUP_CHARS = 1_000_000  # characters of one document
-MAX_DEPTH = 200  # elements nested inside each other
-MAX_TAG_CHARS = 10_000  # characters of one start tag, attributes included
-
-HTML_BLOCK = frozenset("""
-    address article aside blockquote body caption center col colgroup dd details dialog dir
-    div dl dt fieldset figcaption figure footer form frame frameset h1 h2 h3 h4 h5 h6 head
-    header hgroup hr html legend li main menu nav noscript ol optgroup option p section
-    summary table tbody td tfoot th thead title tr ul
-""".split())
-HTML_VOID = frozenset(
-    "area base br col embed hr img input link meta param source track wbr".split())
-HTML_OPAQUE = frozenset("code pre script style textarea svg math template".split())
-_WRAPPER = "nmt-markup-root"  # the element expat's input is wrapped in
-
-
-class MarkupError(ValueError):
-    """Malformed or over-limit markup; the message names the position and what to change.
-
-    Attributes:
-        position: 0-based character offset in the document as given.
-    """
-
-    def __init__(self, text: str, position: int, problem: str, fix: str):
-        line = text.count("\n", 0, position) + 1
-        column = position - (text.rfind("\n", 0, position) + 1) + 1
-        super().__init__(f"{problem} at character {position} (line {line}, column {column}); "
-                         f"{fix}")
-        self.position = position
-
-
-# ---------------------------------------------------------------------------------------------
-# Parsing: the document as a flat list of items that tile it.
-
-
-@dataclasses.dataclass(eq=False)
-class _Element:
-    name: str
-    start: int  # where its start tag begins
-    block: bool = False
-    open_end: int = 0  # where its start tag ends
-    close_start: int = 0
-    close_end: int = 0
-
-
-@dataclasses.dataclass(eq=False)
-class _Item:
-    """One piece of the document: `text`, `open`, `close` or `point` (kept verbatim)."""
-
-    kind: str
-    start: int
-    end: int
-    plain: str = ""  # text: the characters it stands for
-    element: _Element | None = None
-    block: bool = False  # point: a block element (ends sentences)
-    space: bool = False  # point: stands for a space in the plain text (HTML <br>)
-
-
-class _Builder:
-    """Turns parser events into items; checks nesting and limits; folds opaque elements."""
-
-    def __init__(self, text: str):
-        self.text = text
-        self.items: list[_Item] = []
-        self.stack: list[_Element] = []
-        self.opaque: _Element | None = None  # the untranslated element being skipped
-
-    def data(self, start: int, end: int, plain: str) -> None:
-        if self.opaque is None and start < end:
-            self.items.append(_Item("text", start, end, plain))
-
-    def point(self, start: int, end: int, block: bool = False) -> None:
-        if self.opaque is None:
-            self.items.append(_Item("point", start, end, block=block))
-        if block:
-            self._blocks_ancestors()
-
-    def void(self, start: int, end: int, block: bool = False, space: bool = False) -> None:
-        """A standalone element (`<br>`, `<x/>`): a point, once its size is checked."""
-        self.check_tag(start, end)
-        self.point(start, end, block)
-        if space and self.opaque is None:
-            self.items[-1].space = True
-
-    def check_tag(self, start: int, end: int) -> None:
-        """Raises MarkupError if a start tag is over MAX_TAG_CHARS or one element too deep."""
-        if end - start > MAX_TAG_CHARS:
-            raise MarkupError(self.text, start, f"A start tag of {end - start} characters",
-                              f"the limit is MAX_TAG_CHARS={MAX_TAG_CHARS}: shorten its "
-                              "attributes")
-        if len(self.stack) >= MAX_DEPTH:
-            raise MarkupError(self.text, start, f"More than {MAX_DEPTH} nested elements",
-                              f"the limit is MAX_DEPTH={MAX_DEPTH}: remove wrapper elements")
-
-    def start(self, name: str, start: int, end: int, opaque: bool, block: bool) -> None:
-        self.check_tag(start, end)
-        element = _Element(name, start, block=block, open_end=end)
-        if block:
-            self._blocks_ancestors()
-        self.stack.append(element)
-        if self.opaque is None and opaque:
-            self.opaque = element
-        elif self.opaque is None:
-            self.items.append(_Item("open", start, end, element=element))
-
-    def end(self, name: str, start: int, end: int) -> None:
-        if not self.stack:
-            raise MarkupError(self.text, start, f"The end tag </{name}> closes nothing",
-                              "remove it or add its start tag")
-        element = self.stack[-1]
-        if element.name != name:
-            raise MarkupError(
-                self.text, start, f"The end tag </{name}> crosses <{element.name}> (opened at "
-                f"character {element.start})", f"close <{element.name}> first")
-        self.stack.pop()
-        element.close_start, element.close_end = start, end
-        if self.opaque is element:
-            self.opaque = None
-            self.point(element.start, end, element.block)
-        elif self.opaque is None:
-            self.items.append(_Item("close", start, end, element=element))
-
-    def finish(self) -> list[_Item]:
-        if self.stack:
-            element = self.stack[-1]
-            raise MarkupError(self.text, element.start, f"<{element.name}> is never closed",
-                              f"add </{element.name}> where it ends")
-        return self.items
-
-    def _blocks_ancestors(self) -> None:
-        for element in self.stack:
-            element.block = True
-
-
-def _check_length(text: str) -> None:
-    if not isinstance(text, str):
-        raise TypeError(f"A document must be a str. Received: {type(text).__name__}")
-    if len(text) > MAX_MARKUP_CHARS:
-        raise MarkupError(text, MAX_MARKUP_CHARS, f"A document of {len(text)} characters",
-                          f"the limit is MAX_MARKUP_CHARS={MAX_MARKUP_CHARS}: split it")
-
-
-def _no_translate(attrs) -> bool:
-    """`translate="no"` (or `its:translate`), or `class="notranslate"`."""
-    for name, value in attrs:
-        value = (value or "").strip().lower()
-        if (name == "translate" or name.endswith(":translate")) and value == "no":
-            return True
-        if name == "class" and "notranslate" in value.split():
-            return True
-    return False
-
-
-class _HtmlEvents(HTMLParser):
-    """html.parser events as `(kind, line, column, payload)`; positions made offsets later."""
-
-    def __init__(self):
-        super().__init__(convert_charrefs=False)
-        self.events: list[tuple] = []
-
-    def _add(self, kind: str, payload=None) -> None:
-        self.events.append((kind, *self.getpos(), payload))
-
-    def handle_starttag(self, tag, attrs):
-        self._add("start", (tag, attrs, self.get_starttag_text()))
-
-    def handle_startendtag(self, tag, attrs):
-        self._add("void", (tag, attrs, self.get_starttag_text()))
-
-    def handle_endtag(self, tag):
-        self._add("end", tag)
-
-    def handle_data(self, data):
-        self._add("data")
-
-    def handle_entityref(self, name):
-        self._add("entity")
-
-    def handle_charref(self, name):
-        self._add("entity")
-
-    def handle_comment(self, data):
-        self._add("other")
-
-    def handle_decl(self, decl):
-        self._add("other")
-
-    def handle_pi(self, data):
-        self._add("other")
-
-    def unknown_decl(self, data):
-        self._add("other")
-
-
-def _parse_html(text: str) -> list[_Item]:
-    parser = _HtmlEvents()
-    parser.feed(text)
-    parser.close()
-    line_starts = [0] + [i + 1 for i, char in enumerate(text) if char == "\n"]
-    starts = [line_starts[line - 1] + column for _, line, column, _ in parser.events]
-    builder = _Builder(text)
-    for i, (kind, _, _, payload) in enumerate(parser.events):
-        start = starts[i]
-        end = starts[i + 1] if i + 1 < len(starts) else len(text)
-        _html_event(builder, text, kind, start, end, payload)
-    return builder.finish()
-
-
-def _html_event(builder: _Builder, text: str, kind: str, start: int, end: int, payload) -> None:
-    raw = text[start:end]
-    if kind in ("data", "entity"):
-        if "<" in raw and builder.opaque is None:  # what html.parser could not parse
-            raise MarkupError(text, start + raw.index("<"),
-                              "A '<' that starts no complete tag or comment",
-                              "close the tag or comment, or write the character as &lt;")
-        builder.data(start, end, raw if kind == "data" else html.unescape(raw))
-    elif kind == "end":
-        builder.end(payload, start, end)
-    elif kind == "other":
-        builder.point(start, end)
-    else:
-        tag, attrs, tag_text = payload
-        if kind == "void" or tag in HTML_VOID:
-            builder.void(start, start + len(tag_text), block=tag in HTML_BLOCK,
-                         space=tag == "br")
-        else:
-            opaque = tag in HTML_OPAQUE or _no_translate(attrs)
-            builder.start(tag, start, start + len(tag_text), opaque, tag in HTML_BLOCK)
-
-
-class _XmlEvents:
-    """expat events as `(kind, byte_index, payload)` over the wrapped document."""
-
-    def __init__(self):
-        self.events: list[tuple] = []
-        self.parser = expat.ParserCreate()
-        self.depth = 0
-        p = self.parser
-        p.StartElementHandler = self._start
-        p.EndElementHandler = self._end
-        p.CharacterDataHandler = lambda data: self._add("data", data)
-        p.CommentHandler = lambda data: self._add("other")
-        p.ProcessingInstructionHandler = lambda target, data: self._add("other")
-        p.StartCdataSectionHandler = lambda: self._add("cdata")
-        p.EndCdataSectionHandler = lambda: self._add("cdata_end")
-
-    def _add(self, kind: str, payload=None) -> None:
-        self.events.append((kind, self.parser.CurrentByteIndex, payload))
-
-    def _start(self, name, attrs):
-        self.depth += 1
-        if self.depth > MAX_DEPTH + 1:  # the wrapper is one more
-            raise _TooDeep(self.parser.CurrentByteIndex)
-        self._add("start", (name, tuple(attrs.items())))
-
-    def _end(self, name):
-        self.depth -= 1
-        self._add("end", name)
-
-
-class _TooDeep(Exception):
-    def __init__(self, byte_index: int):
-        super().__init__(byte_index)
-        self.byte_index = byte_index
-
-
-def _parse_xml(text: str) -> list[_Item]:
-    head = f"<{_WRAPPER}>"
-    wrapped = f"{head}{text}</{_WRAPPER}>"
-    events = _XmlEvents()
-    error = None
-    try:
-        events.parser.Parse(wrapped, True)
-    except _TooDeep as too_deep:
-        error = too_deep
-    except expat.ExpatError as expat_error:
-        error = expat_error
-    chars = _byte_to_char(wrapped)
-    body = [(kind, chars[index] - len(head), payload)
-            for kind, index, payload in events.events[1:]]  # without the wrapper's start
-    if error is None:
-        body.pop()  # the wrapper's end
-    index = getattr(error, "byte_index", None) or events.parser.ErrorByteIndex
-    stop = len(text) if error is None else min(chars[index] - len(head), len(text))
-    builder = _Builder(text)
-    for i, (kind, start, payload) in enumerate(body):
-        end = body[i + 1][1] if i + 1 < len(body) else stop
-        if kind == "start" and text[start:end].endswith("/>"):
-            kind = "void"
-        elif kind == "end" and start == end:
-            continue  # the end of <x/>, handled with its start
-        _xml_event(builder, text, kind, start, end, payload)
-    if isinstance(error, _TooDeep):
-        builder.check_tag(stop, stop)  # raises: MAX_DEPTH elements are open
-    if error is not None:
-        _raise_expat(text, builder, stop, error)
-    return builder.finish()
-
-
-def _byte_to_char(text: str) -> list[int]:
-    """Character offset of each UTF-8 byte offset of `text` (and of its end)."""
-    chars = []
-    for i, char in enumerate(text):
-        chars.extend([i] * len(char.encode("utf-8")))
-    chars.append(len(text))
-    return chars
-
-
-def _raise_expat(text: str, builder: _Builder, position: int, error: expat.ExpatError):
-    """expat's error as a MarkupError; nesting errors name the element concerned."""
-    message = expat.errors.messages[error.code]
-    if text[position - 2:position] == "</":
-        position -= 2
-    if message == expat.errors.XML_ERROR_TAG_MISMATCH and not builder.stack:
-        raise MarkupError(text, position, "An end tag closes nothing",
-                          "remove it or add its start tag") from None
-    if message == expat.errors.XML_ERROR_TAG_MISMATCH:
-        element = builder.stack[-1]
-        if position >= len(text):
-            raise MarkupError(text, element.start, f"<{element.name}> is never closed",
-                              f"add </{element.name}> where it ends") from None
-        raise MarkupError(text, position, f"An end tag crosses <{element.name}> (opened at "
-                          f"character {element.start})", f"close <{element.name}> first"
-                          ) from None
-    hint = ""
-    if message == expat.errors.XML_ERROR_UNDEFINED_ENTITY:
-        hint = "; XML knows only &amp; &lt; &gt; &quot; &apos; and numeric ones such as &#160;"
-    raise MarkupError(text, position, f"Malformed XML ({message}{hint})",
-                      "make the document well-formed XML") from None
-
-
-def _xml_event(builder: _Builder, text: str, kind: str, start: int, end: int, payload) -> None:
-    if kind == "data":
-        builder.data(start, end, payload)
-    elif kind == "start":
-        name, attrs = payload
-        builder.start(name, start, end, _no_translate(attrs), False)
-    elif kind == "void":
-        builder.void(start, end)
-    elif kind == "end":
-        builder.end(payload, start, end)
-    elif kind == "cdata":
-        builder.start("![CDATA[", start, start, True, False)
-    elif kind == "cdata_end":
-        builder.end("![CDATA[", start, end)
-    else:
-        builder.point(start, end)
-
-
-def _parse(text: str, format: str) -> list[_Item]:
-    if format not in FORMATS:
-        raise ValueError(f"format must be one of {FORMATS}. Received: format={format!r}")
-    _check_length(text)
-    return _parse_html(text) if format == "html" else _parse_xml(text)
 
 
 # ---------------------------------------------------------------------------------------------
 # Sentences: blocks, plain text, and the inline elements of each sentence.
 
 Span = tuple[int, int]
-
-
-@dataclasses.dataclass(eq=False)
-class _Node:
-    """An inline element, or a point, inside one sentence.
-
-    `first`/`last`: an element's source words `[first, last)`; a point's
-    source gap (before word `first`) with `last == first`.
-    """
-
-    open: str  # the start tag as written, or the point's whole text
-    close: str | None  # the end tag as written; None for a point
-    first: int
-    last: int
-    glued: bool  # no whitespace between it and the word before it in the source
-    children: list[_Node]
-    space_after: bool = False  # a point followed by whitespace in the source
-    prefix: str = ""  # the characters of its first word before it, e.g. "«"
-    suffix: str = ""  # an element: the characters of its last word after it, e.g. "."
-
-
-@dataclasses.dataclass(frozen=True)
-class _Unit:
-    """One sentence of a marked-up document.
-
-    Attributes:
-        region: `(start, end)` in the document of the sentence with its inline
-            tags: what its translation replaces.
-        words: its plain words, as sent to the model (joined by spaces).
-        word_spans: each word's `(start, end)` in the document as given.
-        nodes: its inline elements and points, outermost first, in source order.
-    """
-
-    region: Span
-    words: tuple[str, ...]
-    word_spans: tuple[Span, ...]
-    nodes: tuple[_Node, ...]
 
 
 @dataclasses.dataclass
@@ -506,8 +138,9 @@ def _blocks(items: list[_Item], split: bool) -> list[list[_Item]]:
     return [run for run in runs if run]
 
 
-def _fold_wordless(items: list[_Item]) -> list[_Item]:
-    """Each element that encloses no word becomes one point (kept verbatim)."""
+def _fold_wordless(text: str, items: list[_Item]) -> list[_Item]:
+    """Each element that encloses no word becomes one point (kept verbatim); one that
+    holds placeholders (`<b>%d</b>`) is a piece like them."""
     letters, opened, wordless = 0, [], set()
     for item in items:
         if item.kind == "text":
@@ -521,6 +154,10 @@ def _fold_wordless(items: list[_Item]) -> list[_Item]:
         if skip_until is not None:
             if item.kind == "close" and item.element is skip_until:
                 skip_until = None
+            if item.piece is not None:
+                point = folded[-1]
+                ordered = item.piece.ordered or (point.piece is not None and point.piece.ordered)
+                point.piece = Piece(point.start, point.end, text[point.start:point.end], ordered)
             continue
         if item.kind == "open" and id(item.element) in wordless:
             folded.append(_Item("point", item.start, item.element.close_end))
@@ -589,11 +226,44 @@ def _merge_crossed(spans: list[Span], ranges: list[Span]) -> list[Span]:
         spans = merged
 
 
+def _sentence_spans(block: _Block) -> list[Span]:
+    """The sentences of the block's plain text, found with its pieces (placeholders) in
+    place, so that a piece ending a sentence (`Delete '%s'? Thanks.`) still ends it.
+
+    Without pieces these are `sentence_spans(block.plain)`; a sentence made only of
+    pieces has no span (its pieces stay where they are).
+    """
+    if not any(item.piece is not None for item in block.items):
+        return sentence_spans(block.plain, split_lines=False)
+    chars, before, after = [], [], []  # the text read; per character, its plain span
+    for item in block.items:
+        at = block.positions[id(item)]
+        if item.piece is not None:
+            chars.append(item.piece.text)
+            before += [at] * len(item.piece.text)
+            after += [at] * len(item.piece.text)
+        elif item.space or item.kind == "text":
+            length = len(item.plain) if item.kind == "text" else 1
+            chars.append(block.plain[at:at + length])
+            before += range(at, at + length)
+            after += range(at + 1, at + length + 1)
+    spans = []
+    for start, end in sentence_spans("".join(chars), split_lines=False):
+        start, end = before[start], after[end - 1]
+        while start < end and block.plain[start].isspace():
+            start += 1
+        while end > start and block.plain[end - 1].isspace():
+            end -= 1
+        if start < end:
+            spans.append((start, end))
+    return spans
+
+
 def _block_units(text: str, items: list[_Item], split: bool) -> list[_Unit]:
-    block = _block(text, _fold_wordless(items))
+    block = _block(text, _fold_wordless(text, items))
     ranges = _element_ranges(block)
     if split:
-        spans = sentence_spans(block.plain, split_lines=False)
+        spans = _sentence_spans(block)
     else:
         spans = [span] if (span := _trim(block.plain)) else []
     spans = _merge_crossed(spans, list(ranges.values()))
@@ -641,7 +311,9 @@ def _unit(block: _Block, span: Span, ranges: dict[int, Span],
                 gap, glued = gap - 1, False
                 prefix = block.plain[starts[gap]:position]
             space_after = block.text[item.end:item.end + 1].isspace()
-            stack[-1].append(_Node(raw, None, gap, gap, glued, [], space_after, prefix))
+            stack[-1].append(_Node(raw, None, gap, gap, glued, [], space_after, prefix,
+                                   piece=item.piece,
+                                   stands_for_space=item.piece is not None and item.space))
         elif item.kind == "open":
             a, b = ranges[id(item.element)]
             first, last = bisect.bisect_right(ends, a), bisect.bisect_left(starts, b)
@@ -653,272 +325,6 @@ def _unit(block: _Block, span: Span, ranges: dict[int, Span],
             stack.pop()
             stack[-1][-1].close = raw
     return _Unit(region, words, raw_spans, tuple(root))
-
-
-# ---------------------------------------------------------------------------------------------
-# Transfer: where each node goes among the target words, then the target markup.
-
-
-@dataclasses.dataclass
-class _Placed:
-    """A node's target gaps `[lo, hi)` (a point: `lo == hi`) and its placed children."""
-
-    node: _Node
-    lo: int
-    hi: int
-    children: list[_Placed]
-
-
-class _Alignment:
-    """Target words linked to each source word, and the anchors derived from them.
-
-    Projection only (the links given are kept as they are elsewhere): a source
-    word with one cognate in the target links to it alone (`_cognates`), and
-    `matrix`, the soft word matrix `(target words, source words)` where the
-    result has one, stands in for the links of an element whose words link to
-    nothing.
-    """
-
-    def __init__(self, links, source_words: Sequence[str], target_words: Sequence[str],
-                 matrix=None):
-        self.n, self.m = len(source_words), len(target_words)
-        self.targets: list[list[int]] = [[] for _ in range(self.n)]
-        for i, j in links:
-            if 0 <= i < self.n and 0 <= j < self.m:  # other links are ignored
-                self.targets[i].append(j)
-        for i, j in _cognates(source_words, target_words).items():
-            self.targets[i] = [j]
-        self.linked = {j for targets in self.targets for j in targets}
-        shaped = matrix is not None and len(matrix) == self.m and all(
-            len(row) == self.n for row in matrix)
-        self.matrix = matrix if shaped else None
-
-    def hull(self, first: int, last: int) -> Span | None:
-        """`[lo, hi)`: the longest run of target words linked to source words
-        `[first, last)`, words linked to no source word between two of them
-        included; of runs as long, the one nearest the proportional place.
-
-        Words without a link take the target word that attends most to each
-        of them in the soft matrix (the column's argmax), if there is one.
-        (The run beats the hull of all linked words: on the glossary set of
-        bench/markup_projection.py, 44.6% exact against 40.1%, version 4.)
-        """
-        linked = sorted({j for i in range(first, last) for j in self.targets[i]}
-                        or self._strongest(first, last))
-        if not linked:
-            return None
-        runs = [[linked[0], linked[0]]]
-        for j in linked[1:]:
-            if all(k not in self.linked for k in range(runs[-1][1] + 1, j)):
-                runs[-1][1] = j  # adjacent, or only unaligned words between
-            else:
-                runs.append([j, j])
-        centre = (first + last) / 2 * self.m / self.n
-        lo, hi = max(runs, key=lambda run: (run[1] - run[0], -abs((run[0] + run[1] + 1) / 2
-                                                                   - centre)))
-        return (lo, hi + 1)
-
-    def _strongest(self, first: int, last: int) -> set[int]:
-        """The target word of most weight in each of source words `[first, last)`'s columns."""
-        if self.matrix is None or not self.m:
-            return set()
-        found = set()
-        for i in range(first, last):
-            j = max(range(self.m), key=lambda k: self.matrix[k][i])
-            if self.matrix[j][i] > 0:
-                found.add(j)
-        return found
-
-    def anchor(self, first: int, last: int, glued: bool) -> int:
-        """The target gap next to the neighbours of source words `[first, last)` (or gap)."""
-        after = max(self.targets[first - 1]) + 1 if first > 0 and self.targets[first - 1] \
-            else None
-        before = min(self.targets[last]) if last < self.n and self.targets[last] else None
-        for gap in ((after, before) if glued or first < last else (before, after)):
-            if gap is not None:
-                return gap
-        return round(first * self.m / self.n) if self.n else 0
-
-
-COGNATE_PREFIX = 4  # letters two cognates share (Simard, Foster and Isabelle 1992)
-_ELISION = re.compile(r"^[^\W\d_]{1,2}['’](?=\w)")  # French l' d' qu' before a word
-_EDGE_PUNCTUATION = re.compile(r"^\W+|\W+$")
-
-
-def _cognate_key(word: str) -> str:
-    """A word's first COGNATE_PREFIX letters, lower case, accents, elision and punctuation
-    at either end taken off; '' for a word shorter than that."""
-    word = unicodedata.normalize("NFKD", word.lower())
-    word = "".join(char for char in word if not unicodedata.combining(char))
-    word = _EDGE_PUNCTUATION.sub("", _ELISION.sub("", word))
-    return word[:COGNATE_PREFIX] if len(word) >= COGNATE_PREFIX else ""
-
-
-def _cognates(source_words: Sequence[str], target_words: Sequence[str]) -> dict[int, int]:
-    """Source word -> target word, where each is the only word of its side to begin with
-    the same COGNATE_PREFIX letters (`deficit` and `déficit`, `education` and `l'éducation,`):
-    the orthographic cognates of Simard et al.'s alignment of English and French
-    (numbers such as `2019` and `2019,` included)."""
-    source = [_cognate_key(word) for word in source_words]
-    target = [_cognate_key(word) for word in target_words]
-    source_count, target_count = Counter(source), Counter(target)
-    at = {key: j for j, key in enumerate(target)}
-    return {i: at[key] for i, key in enumerate(source)
-            if key and source_count[key] == 1 and target_count[key] == 1}
-
-
-def _place(nodes: Sequence[_Node], lo: int, hi: int, alignment: _Alignment) -> list[_Placed]:
-    """Places sibling nodes inside `[lo, hi)`: in order, never overlapping, nested inside.
-
-    Each element goes to the longest run of its words' targets (clipped to its
-    parent), or, if none, to an empty range next to its neighbours' targets;
-    siblings are sorted by where they go, and one that would overlap the one
-    before starts where that one ends.
-    """
-    wanted = []
-    for order, node in enumerate(nodes):
-        hull = alignment.hull(node.first, node.last) if node.close is not None else None
-        if hull is None:
-            gap = alignment.anchor(node.first, node.last, node.glued)
-            hull = (gap, gap)
-        start = min(max(hull[0], lo), hi)
-        wanted.append((start, order, min(max(hull[1], start), hi), node))
-    placed, cursor = [], lo
-    for start, _, end, node in sorted(wanted, key=lambda w: w[:2]):
-        start = max(start, cursor)
-        end = max(end, start) if node.close is not None else start
-        placed.append(_Placed(node, start, end, _place(node.children, start, end, alignment)))
-        cursor = end
-    return placed
-
-
-def _tokens(placed: list[_Placed], lo: int, hi: int, out: list) -> None:
-    """Flattens placed nodes and target words `[lo, hi)` into `("word", j)`, `("open", p)`,
-    `("close", p)` and `("point", p)` tokens, in output order."""
-    j = lo
-    for child in placed:
-        out.extend(("word", k) for k in range(j, child.lo))
-        if child.node.close is None:
-            out.append(("point", child))
-        else:
-            out.append(("open", child))
-            _tokens(child.children, child.lo, child.hi, out)
-            out.append(("close", child))
-        j = child.hi
-    out.extend(("word", k) for k in range(j, hi))
-
-
-def _split_punctuation(tokens: list, words: list[str]) -> list:
-    """Tags that left punctuation of a word outside in the source do so in the target.
-
-    `<b>car</b>.` gives `<b>rouge</b>.` rather than `<b>rouge.</b>`, and
-    `«<i>link</i>` gives `«<i>lien</i>` when the target word has the same
-    punctuation. Words become `("text", s)` pieces; `("suffix"|"prefix", s)`
-    hold what is split off.
-    """
-    out = []
-    for index, (kind, value) in enumerate(tokens):
-        if kind != "word":
-            out.append((kind, value))
-            continue
-        word, opens = words[value], _run(tokens, index, -1, ("open", "point"))
-        for at, (_, placed) in enumerate(opens):  # outermost first
-            prefix = placed.node.prefix
-            if prefix and len(word) > len(prefix) and word.startswith(prefix):
-                out.insert(len(out) - len(opens) + at, ("prefix", prefix))
-                word = word[len(prefix):]
-                break
-        closes, suffix = _run(tokens, index, 1, ("close",)), None
-        for at in range(len(closes) - 1, -1, -1):  # outermost first
-            suffix = closes[at][1].node.suffix
-            if suffix and len(word) > len(suffix) and word.endswith(suffix):
-                word = word[:-len(suffix)]
-                break
-            suffix = None
-        out.append(("text", word))
-        if suffix is not None:
-            out.extend(closes[:at + 1])
-            out.append(("suffix", suffix))
-            out.extend(closes[at + 1:])
-            del tokens[index + 1:index + 1 + len(closes)]
-    return out
-
-
-def _run(tokens: list, index: int, step: int, kinds: tuple[str, ...]) -> list:
-    """The tokens of `kinds` next to `tokens[index]` on one side (in token order)."""
-    run, k = [], index + step
-    while 0 <= k < len(tokens) and tokens[k][0] in kinds:
-        run.append(tokens[k])
-        k += step
-    return run[::-1] if step < 0 else run
-
-
-def _space_index(between: list) -> int:
-    """Where the target's whitespace goes among the tokens between two words.
-
-    After end tags, split-off suffixes and glued points (they follow the word
-    before), before start tags, prefixes and the rest; never inside an
-    element left empty.
-    """
-    empty = 0
-    for index, (kind, value) in enumerate(between):
-        if kind in ("suffix", "close") and not _is_empty(kind, value):
-            continue
-        if kind == "open" and _is_empty(kind, value):
-            if empty == 0 and not value.node.glued:
-                return index
-            empty += 1
-        elif kind == "close":
-            empty -= 1
-        elif empty == 0 and (kind != "point" or not value.node.glued):
-            return index
-    return len(between)
-
-
-def _is_empty(kind: str, value) -> bool:
-    return kind in ("open", "close") and value.lo == value.hi
-
-
-def _render(unit: _Unit, target: str, links, matrix=None) -> tuple[str, list[Span]]:
-    """The target sentence with the unit's tags in place, and each target word's span in it."""
-    spans = word_spans(target)
-    words = [html.escape(target[a:b], quote=False) for a, b in spans]
-    alignment = _Alignment(links, unit.words, [target[a:b] for a, b in spans], matrix)
-    tokens: list = []
-    _tokens(_place(unit.nodes, 0, len(words), alignment), 0, len(words), tokens)
-    tokens = _split_punctuation(tokens, words)
-    pieces, between, word_spans_out, length, k = [], [], [], 0, 0
-
-    def emit(token, spaced: bool) -> None:
-        nonlocal length
-        kind, value = token
-        text = value if kind in ("text", "suffix", "prefix", "space") else _tag_text(kind, value)
-        if kind == "point" and spaced and value.node.space_after and not value.node.glued:
-            text += " "  # an untranslated piece stays a word of its own
-        pieces.append(text)
-        length += len(text)
-
-    for token in tokens:
-        if token[0] != "text":
-            between.append(token)
-            continue
-        cut = _space_index(between) if k > 0 else len(between)
-        for index, piece in enumerate(between):
-            if index == cut:
-                emit(("space", target[spans[k - 1][1]:spans[k][0]]), False)
-            emit(piece, k == 0 or index >= cut)
-        if cut == len(between) and k > 0:
-            emit(("space", target[spans[k - 1][1]:spans[k][0]]), False)
-        word_spans_out.append((length, length + len(token[1])))
-        emit(token, False)
-        between, k = [], k + 1
-    for piece in between:
-        emit(piece, False)
-    return "".join(pieces), word_spans_out
-
-
-def _tag_text(kind: str, placed: _Placed) -> str:
-    return placed.node.close if kind == "close" else placed.node.open
 
 
 # ---------------------------------------------------------------------------------------------
@@ -936,15 +342,18 @@ class MarkupTranslation(DocumentTranslation):
     """
 
     link_spans: tuple[SpanLink, ...] = ()
+    target_word_spans: tuple[tuple[Span, ...], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
 class MarkupPlan:
-    """A marked-up document and its sentences, ready for one translator call.
+    """A marked-up document (or a plain text with placeholders) and its sentences,
+    ready for one translator call.
 
     Attributes:
         text: the document as given.
-        format: `html` or `xml`.
+        format: `html` or `xml`; `text` for plain text whose placeholders are
+            carried across as standalone pieces (`plan_text`).
         units: per sentence, where it is and which inline tags it holds.
     """
 
@@ -957,6 +366,11 @@ class MarkupPlan:
         """The plain sentences to translate (words joined by single spaces)."""
         return [" ".join(unit.words) for unit in self.units]
 
+    @property
+    def word_spans(self) -> list[tuple[Span, ...]]:
+        """Per sentence, each word the model reads as its `(start, end)` in `text`."""
+        return [unit.word_spans for unit in self.units]
+
     def join(self, results: Sequence[SentenceResult]) -> MarkupTranslation:
         """The translated markup, from one result per sentence (`.text`, `.word_alignment`).
 
@@ -967,11 +381,14 @@ class MarkupPlan:
             raise ValueError(f"Expected one result per sentence ({len(self.units)}). "
                              f"Received: {len(results)} results")
         pieces, sentences, links, cursor, length = [], [], [], 0, 0
+        words = []
         for unit, result in zip(self.units, results, strict=True):
             between = self.text[cursor:unit.region[0]]
             rendered, target_spans = _render(unit, result.text, result.word_alignment,
-                                             getattr(result, "word_matrix", None))
+                                             getattr(result, "word_matrix", None),
+                                             escape=self.format != "text")
             start = length + len(between)
+            words.append(tuple((a + start, b + start) for a, b in target_spans))
             pieces += [between, rendered]
             length = start + len(rendered)
             sentences.append(TranslatedSentence(unit.region, (start, length), result))
@@ -979,7 +396,8 @@ class MarkupPlan:
             cursor = unit.region[1]
         pieces.append(self.text[cursor:])
         return MarkupTranslation(source=self.text, text="".join(pieces),
-                                 sentences=tuple(sentences), link_spans=tuple(links))
+                                 sentences=tuple(sentences), link_spans=tuple(links),
+                                 target_word_spans=tuple(words))
 
 
 def _link_spans(unit: _Unit, target_spans: list[Span], offset: int, links) -> list[SpanLink]:
@@ -991,7 +409,8 @@ def _link_spans(unit: _Unit, target_spans: list[Span], offset: int, links) -> li
     return pairs
 
 
-def plan_markup(text: str, format: str, split: bool = True) -> MarkupPlan:
+def plan_markup(text: str, format: str, split: bool = True,
+                placeholders: bool = False) -> MarkupPlan:
     """Parses one marked-up document and finds its sentences.
 
     Args:
@@ -1000,18 +419,112 @@ def plan_markup(text: str, format: str, split: bool = True) -> MarkupPlan:
         split: split into sentences at block elements and with sentencex;
             False keeps the whole document one sentence (a given translation
             to project the tags onto).
+        placeholders: carry the placeholders of its text across as standalone
+            pieces (`nmt.documents.placeholders.MARKUP_KINDS`: entities are
+            the markup's own).
 
     Raises:
         MarkupError: the markup is malformed or over a limit.
         ValueError: `format` is not `html` or `xml`.
     """
     items = _parse(text, format)
+    if placeholders:
+        items = _with_pieces(text, items, MARKUP_KINDS)
     units = [unit for run in _blocks(items, split) for unit in _block_units(text, run, split)]
     return MarkupPlan(text=text, format=format, units=tuple(units))
 
 
-def plan_document(text: str, format: str) -> DocumentPlan | MarkupPlan:
+def plan_text(text: str, split: bool = True) -> MarkupPlan:
+    """The plan of a plain text whose placeholders (every kind of
+    `nmt.documents.placeholders.KINDS`) are carried across as standalone pieces.
+
+    The model reads the text without them; each comes back verbatim, once,
+    at the place the word links give it (`plan.join`), with no escaping.
+
+    Args:
+        text: plain text.
+        split: split into sentences as `nmt.documents.sentences.split_document`
+            does (every line break ends one); False keeps it one sentence (a
+            line break is then a space).
+
+    Raises:
+        TypeError: `text` is not a str.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"A document must be a str. Received: {type(text).__name__}")
+    items = _with_pieces(text, _text_items(text, split), KINDS)
+    units = [unit for run in _blocks(items, split) for unit in _block_units(text, run, split)]
+    return MarkupPlan(text=text, format="text", units=tuple(units))
+
+
+def _text_items(text: str, split: bool) -> list[_Item]:
+    """Plain text as items: its lines, each line break a block point when splitting."""
+    if not split:
+        return [_Item("text", 0, len(text), text)] if text else []
+    items, start = [], 0
+    for line in text.splitlines(keepends=True):
+        body = len(line.splitlines()[0])
+        if body:
+            items.append(_Item("text", start, start + body, line[:body]))
+        if body < len(line):
+            items.append(_Item("point", start + body, start + len(line), block=True))
+        start += len(line)
+    return items
+
+
+def _with_pieces(text: str, items: list[_Item], kinds) -> list[_Item]:
+    """`items` with each verbatim piece (`verbatim_pieces`) of their text as a point;
+    `items` themselves where there is none.
+
+    Runs of adjacent text items that are the document's own characters are read
+    as one text (a parser may cut text anywhere); decoded text (entities) is left
+    as it is.
+    """
+    out, run = [], []
+
+    def flush() -> None:
+        if run:
+            out.extend(_pieces_of(text, run[0].start, run[-1].end, kinds) or run)
+            run.clear()
+
+    for item in items:
+        own = item.kind == "text" and text[item.start:item.end] == item.plain
+        if not own or (run and run[-1].end != item.start):
+            flush()
+        if own:
+            run.append(item)
+        else:
+            out.append(item)
+    flush()
+    return out
+
+
+def _pieces_of(text: str, start: int, end: int, kinds) -> list[_Item]:
+    """`text[start:end]` as text items and one point per verbatim piece; [] without one."""
+    found = verbatim_pieces(text[start:end], kinds)
+    items, cursor = [], start
+    for piece in found:
+        a, b = start + piece.start, start + piece.end
+        if cursor < a:
+            items.append(_Item("text", cursor, a, text[cursor:a]))
+        items.append(_Item("point", a, b, space=html.unescape(piece.text).isspace(),
+                           piece=dataclasses.replace(piece, start=a, end=b)))
+        cursor = b
+    if found and cursor < end:
+        items.append(_Item("text", cursor, end, text[cursor:end]))
+    return items
+
+
+def plan_document(text: str, format: str,
+                  placeholders: bool = False) -> DocumentPlan | MarkupPlan:
     """The plan of one document in `format` (`text`, `html` or `xml`), for `join_documents`.
+
+    Args:
+        text: the document.
+        format: one of `DOCUMENT_FORMATS`.
+        placeholders: carry its placeholders (`nmt.documents.placeholders`)
+            across as standalone pieces; a document without one is planned
+            exactly as without this.
 
     Raises:
         MarkupError: `html` or `xml` that is malformed or over a limit.
@@ -1019,7 +532,11 @@ def plan_document(text: str, format: str) -> DocumentPlan | MarkupPlan:
     """
     if format not in DOCUMENT_FORMATS:
         raise ValueError(f"format must be one of {DOCUMENT_FORMATS}. Received: {format!r}")
-    return split_document(text) if format == "text" else plan_markup(text, format)
+    if format != "text":
+        return plan_markup(text, format, placeholders=placeholders)
+    if placeholders and isinstance(text, str) and find_placeholders(text):
+        return plan_text(text)
+    return split_document(text)
 
 
 def split_markup(texts: Sequence[str], format: str) -> list[MarkupPlan]:

@@ -143,7 +143,7 @@ def _fake_client_module(created):
         def __init__(self, target, *, timeout=None, root_certificates=None, token=None):
             created.append({"target": target, "timeout": timeout, "token": token})
 
-        def translate_stream(self, batches, options=None):
+        def translate_stream(self, batches, options=None, keep_placeholders=True):
             created.append(options)
             for batch in batches:
                 yield [fake_translation(s) for s in batch]

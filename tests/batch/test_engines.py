@@ -59,9 +59,10 @@ class FakeClient:
         self.errors = list(errors)
         self.streams, self.closed = [], False
 
-    def translate_stream(self, batches, options=None):
+    def translate_stream(self, batches, options=None, keep_placeholders=True):
         batches = [list(b) for b in batches]
         self.streams.append((batches, options))
+        self.keep_placeholders = keep_placeholders
         if self.errors:
             raise self.errors.pop(0)
         for batch in batches:
@@ -78,6 +79,7 @@ def test_server_engine_streams_batches_in_order():
     engine = ServerEngine(client, options, batch_size=2, target="localhost:1")
     results = engine.translate(["a b", "c", "d e f", "g", "h"])
     assert [r.text for r in results] == ["A B", "C", "D E F", "G", "H"]
+    assert client.keep_placeholders is False, "the job keeps them; the server reads as given"
     assert client.streams == [([["a b", "c"], ["d e f", "g"], ["h"]], options)]
     assert engine.settings()["server"] == "localhost:1"
     assert engine.max_source_tokens == MAX_SENTENCE_TOKENS

@@ -236,3 +236,48 @@ def test_an_unknown_document_format_is_refused(tmp_path):
     with pytest.raises(ValueError, match="document format must be one of text, html, xml. "
                                          "Received: 'pdf'"):
         config(tmp_path, document_format="pdf")
+
+
+def test_placeholders_come_back_and_the_engine_reads_sentences_without_them(tmp_path):
+    lines = ["Saved %d files.", "Delete '%s'?", "No placeholder here."]
+    job = config(tmp_path, input_format=InputFormat())
+    write_input(job.input, lines)
+    engine = FakeEngine()
+
+    run_job(job, engine)
+
+    assert engine.calls == [["Delete", "Saved files.", "No placeholder here."]]
+    records = read_records(job.output)
+    assert [r["translation"] for r in records] == [
+        "SAVED %d FILES.", "DELETE '%s'?", "NO PLACEHOLDER HERE."]
+    assert [r["source"] for r in records] == lines
+    assert records[0]["word_alignment"] == "0-0 2-2"  # words of the line as given
+
+
+def test_placeholders_off_the_engine_reads_them_and_a_resume_must_agree(tmp_path):
+    job = config(tmp_path, input_format=InputFormat(), placeholders=False)
+    write_input(job.input, ["Saved %d files."])
+    engine = FakeEngine()
+
+    run_job(job, engine)
+
+    assert engine.calls == [["Saved %d files."]]
+    assert read_records(job.output)[0]["translation"] == "SAVED %D FILES."
+    job.output.unlink()
+    with pytest.raises(RuntimeError, match="engine crashed"):
+        run_job(config(tmp_path, input_format=InputFormat(), window=1), FakeEngine(fail_on_call=1))
+    with pytest.raises(ValueError, match="cannot resume: placeholders changed"):
+        run_job(config(tmp_path, input_format=InputFormat(), window=1, resume=True,
+                       placeholders=False), FakeEngine())
+
+
+def test_documents_keep_their_placeholders(tmp_path):
+    job = config(tmp_path, document_format="html", input_format=InputFormat())
+    write_input(job.input, ["<p>Saved %d files. Delete <b>node</b> '%s'?</p>"])
+    engine = FakeEngine()
+
+    run_job(job, engine)
+
+    assert engine.calls == [["Delete node", "Saved files."]]
+    [record] = read_records(job.output)
+    assert record["translation"] == "<p>SAVED %d FILES. DELETE <b>NODE</b> '%s'?</p>"

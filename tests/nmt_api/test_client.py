@@ -233,3 +233,34 @@ def test_async_align_documents(server, direct):
             return await client.align_documents(TAGGED, PLAIN, "xml")
 
     _same_projections(asyncio.run(main()), direct, "xml")
+
+
+PLACEHOLDERS = ["Hello %s, you have {0} new messages.", "Hello."]
+
+
+def test_placeholders_come_back_as_the_protection_module_gives_them(server, direct):
+    from nmt.documents.protection import translate_protected
+
+    def in_process(sentences):
+        return direct.translate(sentences, OPTIONS)
+
+    async def main():
+        async with AsyncTranslationClient(server.target, timeout=60) as client:
+            kept = await client.translate(PLACEHOLDERS, OPTIONS)
+            off = await client.translate(PLACEHOLDERS, OPTIONS, keep_placeholders=False)
+            streamed = [r async for r in client.translate_stream(
+                [PLACEHOLDERS], OPTIONS, keep_placeholders=False)]
+            return kept, off, streamed
+
+    with TranslationClient(server.target, timeout=60) as client:
+        kept = client.translate(PLACEHOLDERS, OPTIONS)
+        off = client.translate(PLACEHOLDERS, OPTIONS, keep_placeholders=False)
+        [streamed] = client.translate_stream([PLACEHOLDERS], OPTIONS)
+    async_kept, async_off, [async_streamed] = asyncio.run(main())
+    expected = translate_protected(PLACEHOLDERS, in_process)
+
+    for served in (kept, streamed, async_kept):
+        _assert_same(served, expected)
+    assert "%s" in kept[0].text and "{0}" in kept[0].text
+    for served in (off, async_off, async_streamed):
+        _assert_same(served, in_process(PLACEHOLDERS))

@@ -10,7 +10,8 @@ from nmt.types import DecodeOptions
 from nmt_cli import main as cli
 from nmt_cli.documents import project_lines, translate_lines
 
-FRENCH = {"Click Save.": "Cliquez Enregistrer.", "Hello.": "Bonjour.", "Thank you.": "Merci."}
+FRENCH = {"Click Save.": "Cliquez Enregistrer.", "Hello.": "Bonjour.", "Thank you.": "Merci.",
+          "Saved": "Enregistré", "Saved %d.": "Enregistré %d."}
 
 
 def fake_translate(sentences):
@@ -120,3 +121,13 @@ def test_cli_translate_format_with_the_tiny_model(tiny_model_dir, capsys, monkey
     assert sorted(t for t in (lines[0][i.start:i.end] for i in _parse(lines[0], "xml"))
                   if "<" in t) == ["</b>", "<b>", '<x id="1"/>']
     assert lines[2].startswith('<g id="2">') and lines[2].endswith("</g>")
+
+
+def test_cli_translate_documents_keep_placeholders_unless_told_not_to(monkeypatch, capsys):
+    with_fake_translator(monkeypatch)
+    assert cli.main(["translate", "--format", "text", "Saved %d. Thank you."]) == 0
+    assert capsys.readouterr().out == "Enregistré %d. Merci.\n"
+    assert FakeTranslator.calls == [["Saved", "Thank you."]]  # "%d." is a word of its own
+    assert cli.main(["translate", "--format", "html", "--no-placeholders", "<b>Saved %d.</b>"]) == 0
+    assert capsys.readouterr().out == "<b>Enregistré %d.</b>\n"
+    assert FakeTranslator.calls[-1] == ["Saved %d."]

@@ -49,6 +49,24 @@ def test_translate_n_best_lists_ranked_hypotheses(tiny_model_dir, capsys):
     assert ranks == ["1", "2", "3"]
 
 
+def test_translate_gives_placeholders_back_exactly_unless_told_not_to(tiny_model_dir, capsys):
+    from nmt.documents.placeholders import find_placeholders
+
+    sentence = "Hello %s, you have {0} new messages."
+    model = ["translate", "--model", str(tiny_model_dir), "--beam-size", "1"]
+    code, out, _ = run_cli([*model, "--alignment", sentence, "I love you."], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert sorted(p.text for p in find_placeholders(lines[0])) == ["%s", "{0}"]
+    assert "pharaoh:" in out  # the table counts the words with the placeholders
+    _, plain, _ = run_cli([*model, "--no-placeholders", "I love you."], capsys)
+    assert plain.splitlines()[0] in lines, "a sentence without placeholders reads the same"
+    code, raw, _ = run_cli([*model, "--no-placeholders", "%s"], capsys)
+    assert code == 0 and raw != "%s\n"  # the model read it as text
+    _, kept, _ = run_cli([*model, "%s"], capsys)
+    assert kept == "%s\n"
+
+
 def test_bad_options_give_a_clear_error(tiny_model_dir, capsys):
     code, _, err = run_cli(["translate", "--model", str(tiny_model_dir), "--beam-size", "0",
                             "Hi."], capsys)

@@ -114,6 +114,20 @@ def test_proto_field_names_are_accepted_too(server):
     assert translation["hypotheses"][0]["alignment"] == []
 
 
+def test_keep_placeholders_is_a_json_field_on_by_default(server, stub):
+    sentences = ["Set %s on %d objects."]
+    kept = _post(server, "/v1/translate", {"sentences": sentences, "options": FAST})
+    off = _post(server, "/v1/translate", {"sentences": sentences, "options": FAST,
+                                          "keepPlaceholders": False})
+
+    assert kept.json == _as_json(stub.Translate(pb2.TranslateRequest(
+        sentences=sentences, options=pb2.DecodeOptions(beam_size=2))))
+    text = kept.json["translations"][0]["hypotheses"][0]["text"]
+    assert text.count("%s") == 1 and text.count("%d") == 1 and text.index("%s") < text.index("%d")
+    assert off.json == _as_json(stub.Translate(pb2.TranslateRequest(
+        sentences=sentences, options=pb2.DecodeOptions(beam_size=2), keep_placeholders=False)))
+
+
 def test_align_answers_the_json_mapping_of_the_grpc_answer(server, stub):
     answer = _post(server, "/v1/align", {"sources": SOURCES, "targets": TARGETS})
 

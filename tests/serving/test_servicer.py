@@ -586,6 +586,40 @@ def test_document_response_fields(stub):
         assert DOCUMENT[s0:s1].strip() == DOCUMENT[s0:s1] and " " not in document.text[t0:t1]
 
 
+def test_placeholders_come_back_exactly_unless_the_request_turns_them_off(server, client):
+    from nmt.documents.placeholders import find_placeholders
+
+    def placeholders(text):
+        return sorted(p.text for p in find_placeholders(text))
+
+    inner = server.server.store.translator.inner
+    sentence = "Hello %s, you have {0} new messages."  # read as "Hello you have new messages."
+    [kept] = client.translate([sentence], FAST)
+    [read] = inner.translate(["Hello you have new messages."], FAST)
+
+    assert placeholders(kept.text) == ["%s", "{0}"] and kept.source == sentence
+    assert kept.source_tokens == read.source_tokens and kept.target_tokens == read.target_tokens
+    assert kept.text.replace("%s,", "").replace("{0}", "").split() == read.text.split()
+    assert all(0 <= i < 7 and 0 <= j < len(kept.text.split()) for i, j in kept.word_alignment)
+    assert len(kept.best.word_scores) == len(kept.text.split())
+    [raw] = client.translate([sentence], FAST, keep_placeholders=False)
+    assert raw.text == inner.translate([sentence], FAST)[0].text
+    [only] = client.translate(["'%s':"], FAST)
+    assert only.text == "'%s':"
+    [document] = client.translate_documents(["Saved %d files. Delete '%s'?"], "text", FAST)
+    assert placeholders(document.text) == ["%d", "%s"]
+
+
+def test_a_sentence_without_placeholders_is_translated_as_with_them_off(client):
+    sentences = ["The cat is black.", "50 % off { and } R&D", "Hello."]
+    kept = client.translate(sentences, FAST)
+    off = client.translate(sentences, FAST, keep_placeholders=False)
+    for a, b in zip(kept, off, strict=True):
+        assert (a.source, a.text, a.source_tokens, a.target_tokens, a.word_alignment) == (
+            b.source, b.text, b.source_tokens, b.target_tokens, b.word_alignment)
+        np.testing.assert_array_equal(a.alignment, b.alignment)
+
+
 def test_sentences_stay_the_default(stub):
     response = stub.Translate(_request([DOCUMENT], beam_size=1))
 

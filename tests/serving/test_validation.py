@@ -25,6 +25,14 @@ def test_defaults_when_nothing_is_set():
     assert parsed.with_alignment is True and parsed.request_id == ""
 
 
+def test_placeholders_are_kept_unless_the_request_says_false():
+    assert parse_request(pb2.TranslateRequest(sentences=["%s"]), LIMITS).keep_placeholders
+    assert parse_request(pb2.TranslateRequest(sentences=["%s"], keep_placeholders=True),
+                         LIMITS).keep_placeholders
+    assert not parse_request(pb2.TranslateRequest(sentences=["%s"], keep_placeholders=False),
+                             LIMITS).keep_placeholders
+
+
 def test_set_options_are_carried_and_unset_ones_default():
     request = pb2.TranslateRequest(
         sentences=["Hi."], with_alignment=False, request_id="r1",

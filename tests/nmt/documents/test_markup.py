@@ -347,3 +347,70 @@ def test_projection_plan_refuses_bad_input():
     plan = markup.plan_projection("A car.", "Une voiture.", "text")
     with pytest.raises(ValueError, match=r"Expected one result per sentence \(1\)\. Received: 0"):
         plan.join([])
+
+
+# Placeholders: standalone pieces of the text (nmt.documents.placeholders), in documents.
+
+
+def test_a_text_documents_placeholders_come_back_and_its_lines_and_spacing_too():
+    text = "Saved %d files.\r\n\n  Delete '%s'?  Thank you.\n"
+    plan = markup.plan_document(text, "text", placeholders=True)
+
+    assert plan.sentences == ["Saved files.", "Delete", "Thank you."]
+    document = plan.join([diagonal("Saved files.", "Enregistré fichiers."),
+                          diagonal("Delete", "Supprimer"), diagonal("Thank you.", "Merci.")])
+    assert document.text == "Enregistré %d fichiers.\r\n\n  Supprimer '%s'?  Merci.\n"
+    assert [document.text[a:b] for _, (a, b) in document.link_spans] == [
+        "Enregistré", "fichiers.", "Supprimer", "Merci."]
+
+
+def test_plain_text_is_not_escaped_but_markup_is():
+    plan = markup.plan_document("Tom & Jerry %s <3", "text", placeholders=True)
+    assert plan.join([diagonal(plan.sentences[0], "Tom & Jerry <3")]).text == "Tom & Jerry %s <3"
+    plan = markup.plan_document("Tom &amp; Jerry %s &lt;3", "html", placeholders=True)
+    assert plan.sentences == ["Tom & Jerry <3"]
+    document = plan.join([diagonal(plan.sentences[0], "Tom & Jerry <3")])
+    assert document.text == "Tom &amp; Jerry %s &lt;3"
+
+
+@pytest.mark.parametrize("text, format", [
+    ("I went home. It was late.\n\nThank you %", "text"),
+    ("The <b>cat</b> is black. &amp; {not one}", "html"),
+    ('The <g id="1">cat</g> is <x id="2"/>black, 50 % off.', "xml"),
+])
+def test_a_document_without_placeholders_is_planned_exactly_as_without_them(text, format):
+    kept = markup.plan_document(text, format, placeholders=True)
+    plain = markup.plan_document(text, format)
+
+    assert type(kept) is type(plain) and kept.sentences == plain.sentences
+    if format != "text":
+        results = [diagonal(s, s.upper()) for s in plain.sentences]
+        assert kept.join(results).text == plain.join(results).text
+
+
+def test_placeholders_in_markup_are_standalone_pieces_but_entities_stay_the_markups():
+    source = 'Delete <b>node</b> "%s" &amp; {0}?'
+    plan = markup.plan_document(source, "html", placeholders=True)
+
+    assert plan.sentences == ["Delete node &"]
+    document = plan.join([TextLinks("Supprimer & nœud", ((0, 0), (1, 2), (2, 1)))])
+    # "%s" follows a space: it goes before the target of the word after it, "&".
+    assert document.text == 'Supprimer "%s" &amp; <b>nœud</b> {0}?'
+
+
+def test_placeholders_split_across_parser_events_are_found():
+    plan = markup.plan_document("<p>Line one %s\nline two {0}</p>", "xml", placeholders=True)
+    assert plan.sentences == ["Line one line two"]
+
+
+def test_placeholders_off_plans_markup_as_before():
+    plan = markup.plan_document('Delete "%s"?', "html")
+    assert plan.sentences == ['Delete "%s"?']
+
+
+def test_an_element_around_a_placeholder_only_is_one_piece_that_keeps_the_order():
+    plan = markup.plan_document("Set <b>%s</b> on <i>%d</i> objects", "html", placeholders=True)
+
+    assert plan.sentences == ["Set on objects"]
+    crossing = TextLinks("objets sur Définir", ((0, 2), (1, 1), (2, 0)))
+    assert plan.join([crossing]).text == "<b>%s</b> objets <i>%d</i> sur Définir"
