@@ -24,7 +24,7 @@ are missing is left out with a note. Prints the machine and each export's
 precision path, then a Markdown table. Timings are only comparable between
 rows of one run on an otherwise idle machine.
 
-    python bench/domain_table.py models/en-fr/8 /work/runs/export-v9/9
+    python bench/domain_table.py models/en-fr/8 ../runs/export-en-fr-broad/9
         [--data ../shared/data] [--corpus DIR] [--sets anki eurlex ...] [--limit N]
         [--precision auto|float32|bfloat16] [--beam-size N] [--json FILE]
 """
