@@ -1,4 +1,6 @@
-"""`nmt translate-file IN OUT`: a whole file translated, its format kept (gettext PO/POT).
+"""`nmt translate-file IN OUT`: a whole file translated, its format kept.
+
+Formats: gettext PO/POT, XLIFF 1.2/2.x, SRT and WebVTT subtitles, Word .docx, Markdown.
 
 The format comes from IN's extension or `--format`. IN is never written: OUT
 is written to a temporary file beside it, flushed to disk and renamed over
@@ -18,25 +20,39 @@ from pathlib import Path
 from nmt.constants import DEFAULT_BATCH_SIZE
 from nmt.options import DEFAULT_MODEL_DIR, add_decode_options, add_precision_option
 
-# Format -> the extensions that name it. PO: gettext catalogues and their templates.
-FILE_FORMATS = {"po": (".po", ".pot")}
+# Format -> the extensions that name it. PO: gettext catalogues and their templates; XLIFF
+# 1.2 and 2.x; SubRip and WebVTT subtitles; Word documents (and macro-enabled ones, templates);
+# Markdown (CommonMark with GFM tables).
+FILE_FORMATS = {"po": (".po", ".pot"), "xliff": (".xlf", ".xliff"), "srt": (".srt",),
+                "vtt": (".vtt",), "docx": (".docx", ".docm", ".dotx"),
+                "markdown": (".md", ".markdown")}
 
 
 def add_translate_file_parser(sub) -> None:
     """Adds `translate-file` to the `nmt` command's subparsers."""
     p = sub.add_parser("translate-file",
-                       help="translate a whole file, keeping its format (gettext PO/POT)")
-    p.add_argument("input", metavar="IN", help="the file to translate (.po or .pot); never "
-                                               "written")
+                       help="translate a whole file, keeping its format (gettext PO/POT, "
+                            "XLIFF 1.2/2.x, SRT and WebVTT subtitles, Word .docx, Markdown)")
+    p.add_argument("input", metavar="IN", help="the file to translate (.po, .pot, .xlf, "
+                                               ".xliff, .srt, .vtt, .docx, .md or .markdown); "
+                                               "never written")
     p.add_argument("output", metavar="OUT", help="the translated file to write (replaced "
                                                  "atomically if it exists)")
     p.add_argument("--format", choices=tuple(FILE_FORMATS),
                    help="the file's format (default: from IN's extension)")
     p.add_argument("--overwrite", action="store_true",
-                   help="translate messages that have a translation too (default: keep them)")
+                   help="translate messages (XLIFF: segments) that have a translation too "
+                        "(default: keep them; subtitles, .docx and Markdown are translated "
+                        "whole)")
     p.add_argument("--no-fuzzy", dest="fuzzy", action="store_false",
-                   help="do not mark machine translations fuzzy (default: marked, so that "
-                        "msgfmt leaves them out until a translator has read them)")
+                   help="do not mark machine translations for review: PO: not fuzzy (default: "
+                        "fuzzy, so that msgfmt leaves them out until a translator has read "
+                        "them); XLIFF 1.2: state translated rather than "
+                        "needs-review-translation (XLIFF 2 marks them translated either way)")
+    p.add_argument("--cue-by-cue", dest="merge_cues", action="store_false",
+                   help="subtitles: translate each cue on its own (default: a sentence that "
+                        "runs over several cues is translated whole and split back over them "
+                        "by the word alignment)")
     p.add_argument("--placeholders", action=argparse.BooleanOptionalAction, default=True,
                    help="give placeholders (%%s, {0}, ...) back exactly, as `nmt translate` "
                         "does (default); --no-placeholders lets the model read them as text")
@@ -113,14 +129,12 @@ def _default_mode() -> int:
 
 def translate_file_command(args) -> int:
     """`nmt translate-file IN OUT`: reads and checks IN, translates, writes OUT."""
-    from nmt.documents.po import PoOptions, read_po, translate_po
-
     source, target = Path(args.input), Path(args.output)
-    file_format(source, args.format)  # the only format yet: po
+    reader = {"po": _po_file, "xliff": _xliff_file, "srt": _subtitle_file,
+              "vtt": _subtitle_file, "docx": _docx_file,
+              "markdown": _markdown_file}[file_format(source, args.format)]
     check_paths(source, target)
-    options = PoOptions(overwrite=args.overwrite, fuzzy=args.fuzzy,
-                        placeholders=args.placeholders, batch_size=args.batch_size)
-    document = read_po(source.read_bytes(), str(source))
+    translate_document = reader(args, source.read_bytes(), str(source))
 
     from nmt.inference.translator import Translator
     from nmt.options import decode_options
@@ -129,15 +143,104 @@ def translate_file_command(args) -> int:
     decoding = decode_options(args, translator.info.default_options)
     started = time.perf_counter()
     with _Progress() as progress:
-        translated = translate_po(document, lambda s: translator.translate(s, decoding),
-                                  options, progress=progress)
-    write_atomically(target, translated.data)
-    report = translated.report
-    marked = " (fuzzy)" if args.fuzzy and report.written else ""
-    print(f"{target}: {report.written} of {report.messages} messages translated{marked}, "
-          f"{report.kept} translations kept, {report.obsolete} obsolete entries left as they "
-          f"were; {report.sentences} sentences in {time.perf_counter() - started:.1f} s")
+        data, summary = translate_document(lambda s: translator.translate(s, decoding), progress)
+    write_atomically(target, data)
+    print(f"{target}: {summary} in {time.perf_counter() - started:.1f} s")
     return 0
+
+
+def _po_file(args, data: bytes, name: str):
+    """Reads and checks a PO file; returns `(translate, progress) -> (bytes, summary)`."""
+    from nmt.documents.po import PoOptions, read_po, translate_po
+
+    options = PoOptions(overwrite=args.overwrite, fuzzy=args.fuzzy,
+                        placeholders=args.placeholders, batch_size=args.batch_size)
+    document = read_po(data, name)
+
+    def run(translate, progress) -> tuple[bytes, str]:
+        translated = translate_po(document, translate, options, progress=progress)
+        report = translated.report
+        marked = " (fuzzy)" if args.fuzzy and report.written else ""
+        return translated.data, (
+            f"{report.written} of {report.messages} messages translated{marked}, {report.kept} "
+            f"translations kept, {report.obsolete} obsolete entries left as they were; "
+            f"{report.sentences} sentences")
+
+    return run
+
+
+def _xliff_file(args, data: bytes, name: str):
+    """Reads and checks an XLIFF file; returns `(translate, progress) -> (bytes, summary)`."""
+    from nmt.documents.xliff import XliffOptions, read_xliff, translate_xliff
+
+    options = XliffOptions(overwrite=args.overwrite, review=args.fuzzy,
+                           placeholders=args.placeholders, batch_size=args.batch_size)
+    document = read_xliff(data, name)
+
+    def run(translate, progress) -> tuple[bytes, str]:
+        translated = translate_xliff(document, translate, options, progress=progress)
+        report = translated.report
+        marked = " (for review)" if args.fuzzy and report.written else ""
+        return translated.data, (
+            f"{report.written} of {report.segments} segments translated{marked}, {report.kept} "
+            f"translations kept, {report.skipped} not to translate, {report.wordless} without "
+            f"words; {report.sentences} sentences")
+
+    return run
+
+
+def _subtitle_file(args, data: bytes, name: str):
+    """Reads and checks an SRT or WebVTT file; returns `(translate, progress) -> (bytes,
+    summary)`."""
+    from nmt.documents.subtitles import SubtitleOptions, read_subtitles, translate_subtitles
+
+    options = SubtitleOptions(merge_cues=args.merge_cues, placeholders=args.placeholders,
+                              batch_size=args.batch_size)
+    document = read_subtitles(data, file_format(Path(name), args.format), name)
+
+    def run(translate, progress) -> tuple[bytes, str]:
+        translated = translate_subtitles(document, translate, options, progress=progress)
+        report = translated.report
+        return translated.data, (
+            f"{report.translated} of {report.cues} cues translated, {report.merged} sentences "
+            f"over several cues; {report.sentences} sentences")
+
+    return run
+
+
+def _docx_file(args, data: bytes, name: str):
+    """Reads and checks a Word document; returns `(translate, progress) -> (bytes, summary)`."""
+    from nmt.documents.docx import DocxOptions, read_docx, translate_docx
+
+    options = DocxOptions(placeholders=args.placeholders, batch_size=args.batch_size)
+    document = read_docx(data, name)
+
+    def run(translate, progress) -> tuple[bytes, str]:
+        translated = translate_docx(document, translate, options, progress=progress)
+        report = translated.report
+        return translated.data, (
+            f"{report.paragraphs} paragraphs translated in {report.written} of {report.parts} "
+            f"parts (body, headers, footers, notes, comments); {report.sentences} sentences")
+
+    return run
+
+
+def _markdown_file(args, data: bytes, name: str):
+    """Reads and checks a Markdown file; returns `(translate, progress) -> (bytes, summary)`."""
+    from nmt.documents.markdown import MarkdownOptions, read_markdown, translate_markdown
+
+    options = MarkdownOptions(placeholders=args.placeholders, batch_size=args.batch_size)
+    document = read_markdown(data, name)
+
+    def run(translate, progress) -> tuple[bytes, str]:
+        translated = translate_markdown(document, translate, options, progress=progress)
+        report = translated.report
+        return translated.data, (
+            f"{report.written} of {report.blocks} paragraphs, headings and table cells "
+            f"translated, {report.left} texts left in English (their Markdown would not read "
+            f"back the same); {report.sentences} sentences")
+
+    return run
 
 
 class _Progress:

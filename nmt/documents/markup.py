@@ -75,6 +75,7 @@ from nmt.documents.parsing import (  # noqa: F401  (the limits: part of this mod
     MAX_MARKUP_CHARS,
     MAX_TAG_CHARS,
     MarkupError,
+    Verbatim,
     _check_length,
     _Element,
     _Item,
@@ -409,8 +410,8 @@ def _link_spans(unit: _Unit, target_spans: list[Span], offset: int, links) -> li
     return pairs
 
 
-def plan_markup(text: str, format: str, split: bool = True,
-                placeholders: bool = False) -> MarkupPlan:
+def plan_markup(text: str, format: str, split: bool = True, placeholders: bool = False,
+                verbatim: Verbatim | None = None) -> MarkupPlan:
     """Parses one marked-up document and finds its sentences.
 
     Args:
@@ -422,12 +423,15 @@ def plan_markup(text: str, format: str, split: bool = True,
         placeholders: carry the placeholders of its text across as standalone
             pieces (`nmt.documents.placeholders.MARKUP_KINDS`: entities are
             the markup's own).
+        verbatim: XML only: `(name, attributes) -> bool`, elements kept verbatim
+            besides those not to translate, as one standalone piece
+            (`nmt.documents.xliff`: XLIFF 1.2 `<ph>`, whose content is native code).
 
     Raises:
         MarkupError: the markup is malformed or over a limit.
         ValueError: `format` is not `html` or `xml`.
     """
-    items = _parse(text, format)
+    items = _parse(text, format, verbatim)
     if placeholders:
         items = _with_pieces(text, items, MARKUP_KINDS)
     units = [unit for run in _blocks(items, split) for unit in _block_units(text, run, split)]

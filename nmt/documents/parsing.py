@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+from collections.abc import Callable, Mapping
 from html.parser import HTMLParser
 from xml.parsers import expat
 
@@ -34,6 +35,9 @@ HTML_VOID = frozenset(
     "area base br col embed hr img input link meta param source track wbr".split())
 HTML_OPAQUE = frozenset("code pre script style textarea svg math template".split())
 _WRAPPER = "nmt-markup-root"  # the element expat's input is wrapped in
+# An XML element's name (as written, prefix included) and attributes -> whether it is kept
+# verbatim, as one piece (XLIFF 1.2 `<ph>`: its content is native code, not text).
+Verbatim = Callable[[str, Mapping[str, str]], bool]
 
 
 class MarkupError(ValueError):
@@ -288,7 +292,7 @@ class _TooDeep(Exception):
         self.byte_index = byte_index
 
 
-def _parse_xml(text: str) -> list[_Item]:
+def _parse_xml(text: str, verbatim: Verbatim | None = None) -> list[_Item]:
     head = f"<{_WRAPPER}>"
     wrapped = f"{head}{text}</{_WRAPPER}>"
     events = _XmlEvents()
@@ -313,7 +317,7 @@ def _parse_xml(text: str) -> list[_Item]:
             kind = "void"
         elif kind == "end" and start == end:
             continue  # the end of <x/>, handled with its start
-        _xml_event(builder, text, kind, start, end, payload)
+        _xml_event(builder, text, kind, start, end, payload, verbatim)
     if isinstance(error, _TooDeep):
         builder.check_tag(stop, stop)  # raises: MAX_DEPTH elements are open
     if error is not None:
@@ -353,12 +357,14 @@ def _raise_expat(text: str, builder: _Builder, position: int, error: expat.Expat
                       "make the document well-formed XML") from None
 
 
-def _xml_event(builder: _Builder, text: str, kind: str, start: int, end: int, payload) -> None:
+def _xml_event(builder: _Builder, text: str, kind: str, start: int, end: int, payload,
+               verbatim: Verbatim | None = None) -> None:
     if kind == "data":
         builder.data(start, end, payload)
     elif kind == "start":
         name, attrs = payload
-        builder.start(name, start, end, _no_translate(attrs), False)
+        kept = _no_translate(attrs) or (verbatim is not None and verbatim(name, dict(attrs)))
+        builder.start(name, start, end, kept, False)
     elif kind == "void":
         builder.void(start, end)
     elif kind == "end":
@@ -371,8 +377,9 @@ def _xml_event(builder: _Builder, text: str, kind: str, start: int, end: int, pa
         builder.point(start, end)
 
 
-def _parse(text: str, format: str) -> list[_Item]:
+def _parse(text: str, format: str, verbatim: Verbatim | None = None) -> list[_Item]:
+    """The document's items; `verbatim` picks further XML elements to keep whole."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}. Received: format={format!r}")
     _check_length(text)
-    return _parse_html(text) if format == "html" else _parse_xml(text)
+    return _parse_html(text) if format == "html" else _parse_xml(text, verbatim)

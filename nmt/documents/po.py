@@ -48,9 +48,13 @@ import polib
 
 from nmt.constants import DEFAULT_BATCH_SIZE
 from nmt.documents.markup import plan_document
-from nmt.documents.sentences import SentenceResult, join_documents, sentences_of
+from nmt.documents.sentences import (
+    TARGET_LANGUAGE,
+    SentenceResult,
+    join_documents,
+    sentences_of,
+)
 
-TARGET_LANGUAGE = "fr"
 PLURAL_FORMS = "nplurals=2; plural=(n > 1);"
 WRAP_WIDTH = 79  # GNU gettext's default page width
 FUZZY = "fuzzy"

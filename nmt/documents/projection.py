@@ -237,7 +237,8 @@ def _split_punctuation(tokens: list, words: list[str]) -> list:
         closes, suffix = _run(tokens, index, 1, ("close",)), None
         for at in range(len(closes) - 1, -1, -1):  # outermost first
             suffix = closes[at][1].node.suffix
-            if suffix and len(word) > len(suffix) and word.endswith(suffix):
+            if (suffix and len(word) > len(suffix) and word.endswith(suffix)
+                    and not _OPEN_ENTITY.search(word, 0, len(word) - len(suffix))):
                 word = word[:-len(suffix)]
                 break
             suffix = None
@@ -248,6 +249,10 @@ def _split_punctuation(tokens: list, words: list[str]) -> list:
             out.extend(closes[at + 1:])
             del tokens[index + 1:index + 1 + len(closes)]
     return out
+
+
+# The start of a character reference cut before its ";": `&gt` of an escaped `>`.
+_OPEN_ENTITY = re.compile(r"&#?\w*$")
 
 
 def _run(tokens: list, index: int, step: int, kinds: tuple[str, ...]) -> list:

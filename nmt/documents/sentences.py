@@ -38,6 +38,8 @@ from nmt.types import DocumentTranslation, Span, TranslatedSentence  # (also for
 
 # The language whose abbreviations and punctuation rules split the source.
 SOURCE_LANGUAGE = "en"
+# The language the model translates into (what whole files are marked as: nmt.documents.po, .xliff).
+TARGET_LANGUAGE = "fr"
 _LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 
 

@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 import types
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import polib
@@ -41,6 +42,16 @@ msgstr "Merci."
 
 #~ msgid "Goodbye."
 #~ msgstr "Au revoir."
+'''
+XLIFF = '''<?xml version="1.0" encoding="UTF-8"?>
+<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="en">
+  <file id="f">
+    <unit id="tea"><segment><source>I like <pc id="1">green</pc> tea.</source></segment></unit>
+    <unit id="thanks"><segment state="final"><source>Thank you.</source><target>Merci.</target>
+    </segment></unit>
+    <unit id="name" translate="no"><segment><source>Acme</source></segment></unit>
+  </file>
+</xliff>
 '''
 MSGFMT = pytest.mark.skipif(shutil.which("msgfmt") is None,
                             reason="needs GNU gettext's msgfmt (apt-get install gettext)")
@@ -89,11 +100,17 @@ def run(capsys, *argv) -> tuple[int, str, str]:
 
 def test_the_format_comes_from_the_extension_or_the_flag():
     assert file_format(Path("fr.po"), None) == file_format(Path("app.POT"), None) == "po"
+    assert file_format(Path("a.xlf"), None) == file_format(Path("b.XLIFF"), None) == "xliff"
     assert file_format(Path("strings.txt"), "po") == "po"
-    with pytest.raises(ValueError, match=r"cannot tell the format of notes.md from its "
-                                         r"extension '.md': supported are .po \(po\), .pot "
-                                         r"\(po\); name one with --format po"):
-        file_format(Path("notes.md"), None)
+    assert file_format(Path("film.SRT"), None) == "srt"
+    assert file_format(Path("film.vtt"), None) == "vtt"
+    assert file_format(Path("letter.docx"), None) == "docx"
+    with pytest.raises(ValueError, match=r"cannot tell the format of notes.rtf from its "
+                                         r"extension '.rtf': supported are .po \(po\), .pot "
+                                         r"\(po\), .xlf \(xliff\), .xliff \(xliff\), .srt "
+                                         r"\(srt\), .vtt \(vtt\), .docx \(docx\), .*; name one "
+                                         r"with --format po\|xliff\|srt\|vtt\|docx"):
+        file_format(Path("notes.rtf"), None)
 
 
 def test_translate_file_fills_the_template(fake_translator, template, tmp_path, capsys):
@@ -112,6 +129,39 @@ def test_translate_file_fills_the_template(fake_translator, template, tmp_path, 
     assert printed.startswith(f"{out}: 2 of 3 messages translated (fuzzy), 1 translations kept, "
                               "1 obsolete entries left as they were; 3 sentences in ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fr.po", "messages.pot"]  # no temp
+
+
+def test_translate_file_fills_an_xliff_file(fake_translator, tmp_path, capsys):
+    source, out = tmp_path / "app.xlf", tmp_path / "app.fr.xlf"
+    source.write_text(XLIFF, encoding="utf-8")
+
+    code, printed, err = run(capsys, source, out)
+
+    assert code == 0, err
+    assert source.read_text(encoding="utf-8") == XLIFF  # IN is never written
+    written = out.read_text(encoding="utf-8")
+    assert written == XLIFF.replace('srcLang="en">', 'srcLang="en" trgLang="fr">').replace(
+        '<unit id="tea"><segment><source>I like <pc id="1">green</pc> tea.</source>',
+        '<unit id="tea"><segment state="translated"><source>I like <pc id="1">green</pc> tea.'
+        '</source><target>I LIKE <pc id="1">GREEN</pc> TEA.</target>')
+    assert printed.startswith(f"{out}: 1 of 3 segments translated (for review), 1 translations "
+                              "kept, 1 not to translate, 0 without words; 1 sentences in ")
+
+    assert run(capsys, source, out, "--overwrite")[0] == 0
+    assert "<target>THANK YOU.</target>" in out.read_text(encoding="utf-8")
+
+
+def test_an_xliff_file_for_another_language_fails_before_the_model_loads(fake_translator,
+                                                                          tmp_path, capsys):
+    source = tmp_path / "app.xliff"
+    source.write_text(XLIFF.replace('srcLang="en"', 'srcLang="en" trgLang="de"'))
+
+    code, _, err = run(capsys, source, tmp_path / "out.xliff")
+
+    assert code == 2 and fake_translator.loads == 0
+    assert err == (f'nmt translate-file: error: {source}:2: trgLang="de"; this model translates '
+                   'into French: give a file for French (trgLang="fr", fr-CA...) or one without '
+                   "trgLang\n")
 
 
 def test_overwrite_and_no_fuzzy(fake_translator, template, tmp_path, capsys):
@@ -212,3 +262,103 @@ def test_the_tiny_model_translates_a_template_end_to_end(tiny_model_dir, templat
         checked = subprocess.run(["msgfmt", "--check", *use_fuzzy, "-o", "/dev/null", str(out)],
                                  capture_output=True, text=True)
         assert checked.returncode == 0 and checked.stderr == "", checked.stderr
+
+
+def test_the_tiny_model_translates_an_xliff_file_end_to_end(tiny_model_dir, tmp_path, capsys):
+    """The real path (an untrained SavedModel: gibberish): every inline element back once."""
+    source, out = tmp_path / "app.xlf", tmp_path / "app.fr.xlf"
+    source.write_text(XLIFF.replace("I like <pc", 'I have %d <ph id="2"/> cups. I like <pc'),
+                      encoding="utf-8")
+
+    code, printed, err = run(capsys, source, out, "--model", tiny_model_dir, "--beam-size", "1")
+
+    assert code == 0, err
+    assert "1 of 3 segments translated (for review)" in printed
+    ns = "{urn:oasis:names:tc:xliff:document:2.0}"
+    target = ET.parse(out).getroot().find(f"{ns}file/{ns}unit/{ns}segment/{ns}target")
+    assert [child.tag for child in target] in ([f"{ns}ph", f"{ns}pc"], [f"{ns}pc", f"{ns}ph"])
+    assert "".join(target.itertext()).count("%d") == 1
+
+
+SUBTITLES = ("1\r\n00:00:01,000 --> 00:00:02,000\r\nI went to the\r\n\r\n"
+             "2\r\n00:00:02,000 --> 00:00:03,000\r\n<i>market.</i>\r\n")
+
+
+def test_translate_file_translates_subtitles(fake_translator, tmp_path, capsys):
+    source, out = tmp_path / "film.srt", tmp_path / "film.fr.srt"
+    source.write_bytes(SUBTITLES.encode())
+
+    code, printed, err = run(capsys, source, out)
+
+    assert code == 0, err
+    assert out.read_bytes() == SUBTITLES.replace("I went to the", "I WENT TO THE").replace(
+        "market.", "MARKET.").encode()
+    assert printed.startswith(f"{out}: 2 of 2 cues translated, 1 sentences over several cues; "
+                              "1 sentences in ")
+    code, printed, err = run(capsys, source, out, "--cue-by-cue")
+    assert code == 0 and ", 0 sentences over several cues; 2 sentences in " in printed
+
+
+def test_a_webvtt_file_without_its_header_fails_before_the_model_loads(fake_translator,
+                                                                       tmp_path, capsys):
+    source = tmp_path / "film.vtt"
+    source.write_text("00:01.000 --> 00:02.000\nHi.\n", encoding="utf-8")
+
+    code, _, err = run(capsys, source, tmp_path / "out.vtt")
+
+    assert code == 2 and fake_translator.loads == 0
+    assert err == (f"nmt translate-file: error: {source}:1: a WebVTT file starts with the line "
+                   "WEBVTT; found '00:01.000 --> 00:02.000': add WEBVTT as the first line\n")
+
+
+def test_translate_file_translates_a_word_document(fake_translator, tmp_path, capsys):
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("I like ").add_run("green").bold = True
+    document.sections[0].header.paragraphs[0].text = "Quarterly report"
+    source, out = tmp_path / "report.docx", tmp_path / "rapport.docx"
+    document.save(source)
+
+    code, printed, err = run(capsys, source, out)
+
+    assert code == 0, err
+    translated = docx.Document(out)
+    assert translated.paragraphs[0].text == "I LIKE GREEN"
+    assert [r.text for r in translated.paragraphs[0].runs if r.bold] == ["GREEN"]
+    assert translated.sections[0].header.paragraphs[0].text == "QUARTERLY REPORT"
+    assert printed.startswith(f"{out}: 2 paragraphs translated in ")
+
+
+def test_a_file_that_is_not_a_word_document_fails_before_the_model_loads(fake_translator,
+                                                                         tmp_path, capsys):
+    source = tmp_path / "report.docx"
+    source.write_bytes(b"this is plain text, not a zip package")
+
+    code, _, err = run(capsys, source, tmp_path / "out.docx")
+
+    assert code == 2 and fake_translator.loads == 0
+    assert err.startswith(f"nmt translate-file: error: {source}") and "\n" == err[-1]
+
+
+def test_translate_file_translates_markdown(fake_translator, tmp_path, capsys):
+    source, out = tmp_path / "guide.md", tmp_path / "guide.fr.md"
+    source.write_text("# Tea\n\nI like `green` tea.\n", encoding="utf-8")
+
+    code, printed, err = run(capsys, source, out)
+
+    assert code == 0, err
+    assert out.read_text(encoding="utf-8") == "# TEA\n\nI LIKE `green` TEA.\n"
+    assert printed.startswith(f"{out}: 2 of 2 paragraphs, headings and table cells translated, "
+                              "0 texts left in English")
+
+
+def test_a_markdown_file_that_is_not_utf8_fails_before_the_model_loads(fake_translator,
+                                                                       tmp_path, capsys):
+    source = tmp_path / "guide.markdown"
+    source.write_bytes("# Tea\n\nCaf\u00e9 au lait.\n".encode("latin-1"))
+
+    code, _, err = run(capsys, source, tmp_path / "out.md")
+
+    assert code == 2 and fake_translator.loads == 0
+    assert err.startswith(f"nmt translate-file: error: {source}:3: not UTF-8 text")

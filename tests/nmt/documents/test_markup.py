@@ -1,7 +1,6 @@
 """Inline markup carried across translations, with hand-made word links (exact and fast)."""
 
 import random
-import time
 
 import pytest
 
@@ -185,13 +184,12 @@ def test_xml_unknown_entity_says_which_ones_exist():
 
 
 @pytest.mark.parametrize("format", ["html", "xml"])
-def test_100000_nested_elements_give_a_clear_error_quickly(format):
+def test_100000_nested_elements_give_a_clear_error_at_the_limit(format):
+    # Where the error is raised shows the reading stopped at the limit (no timing: shared CPUs).
     source = "<b>" * 100_000 + "deep" + "</b>" * 100_000
-    start = time.perf_counter()
     with pytest.raises(MarkupError, match=f"MAX_DEPTH={markup.MAX_DEPTH}") as error:
         plan_markup(source, format)
     assert error.value.position == 3 * markup.MAX_DEPTH
-    assert time.perf_counter() - start < 5
 
 
 def test_nesting_up_to_the_limit_works():
@@ -414,3 +412,11 @@ def test_an_element_around_a_placeholder_only_is_one_piece_that_keeps_the_order(
     assert plan.sentences == ["Set on objects"]
     crossing = TextLinks("objets sur Définir", ((0, 2), (1, 1), (2, 0)))
     assert plan.join([crossing]).text == "<b>%s</b> objets <i>%d</i> sur Définir"
+
+
+@pytest.mark.parametrize("format", ["xml", "html"])
+def test_a_tag_never_closes_inside_an_escaped_character(format):
+    # The source's ";" after </b> must not be matched against the ";" of "&gt;".
+    plan = plan_markup("See <b>the links</b>; now.", format)
+    text = plan.join([TextLinks("voir les >", ((0, 0), (1, 1), (2, 2)))]).text
+    assert text == "voir <b>les &gt;</b>"
