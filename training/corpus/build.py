@@ -201,9 +201,20 @@ def build_corpus(spec: CorpusSpec, out_dir: str | Path, *, recipe: str | Path | 
         shutil.copyfile(recipe, out_dir / "recipe.yaml")
     manifest = make_manifest(spec, counts, held_out_documents, len(excluded),
                              time.time() - started)
-    (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
-                                    encoding="utf-8")
+    write_manifest(out_dir / MANIFEST, manifest)
     return manifest
+
+
+def write_manifest(path: str | Path, manifest: dict) -> None:
+    """Writes a manifest as indented UTF-8 JSON, whole or not at all (a temporary file
+    renamed over `path`)."""
+    path = Path(path)
+    partial = path.with_name(path.name + ".part")
+    with open(partial, "w", encoding="utf-8") as out:
+        out.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(partial, path)
 
 
 def _copy_dev_file(path: str, out, dev_keys: set[int]) -> int:

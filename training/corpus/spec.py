@@ -119,15 +119,20 @@ class CorpusSpec:
             raise ValueError(f"sources[].name must be unique. Received: {names}")
 
     def excluded_files(self) -> list[Path]:
-        """The files `exclude` names; a pattern that matches nothing is an error (a
-        typo would otherwise let evaluation text into training)."""
-        files = []
-        for pattern in self.exclude:
-            matches = sorted(Path(p) for p in glob.glob(pattern) if Path(p).is_file())
-            if not matches:
-                raise FileNotFoundError(f"exclude: {pattern!r} matches no file")
-            files.extend(matches)
-        return files
+        """The files `exclude` names (see `excluded_files`)."""
+        return excluded_files(self.exclude)
+
+
+def excluded_files(patterns: tuple[str, ...] | list[str]) -> list[Path]:
+    """The evaluation files that glob `patterns` name, in order; a pattern that matches
+    nothing is an error (a typo would otherwise let evaluation text into training)."""
+    files = []
+    for pattern in patterns:
+        matches = sorted(Path(p) for p in glob.glob(pattern) if Path(p).is_file())
+        if not matches:
+            raise FileNotFoundError(f"exclude: {pattern!r} matches no file")
+        files.extend(matches)
+    return files
 
 
 def load_spec(path: str | Path) -> CorpusSpec:
