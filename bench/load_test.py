@@ -20,12 +20,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -35,10 +32,10 @@ sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
 from bench.inputs import TRAFFIC_MIX, machine  # noqa: E402
 from bench.memory import rss_mb  # noqa: E402
+from bench.server_process import start_server  # noqa: E402
 from nmt.data.corpus import read_lines  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
-from nmt_api.client import AsyncTranslationClient, TranslationClient  # noqa: E402
-from serving.testing import free_port  # noqa: E402
+from nmt_api.client import AsyncTranslationClient  # noqa: E402
 
 SENTENCES = [
     "Hello.", "How are you?", "I am hungry.", "Where is the station?", "It is raining today.",
@@ -50,30 +47,6 @@ SENTENCES = [
     "I have never seen this film.", "We should leave before it gets dark.",
     "Could you tell me where the museum is?",
 ]
-
-
-def start_server(model: Path, batching: bool, log_path: Path, extra: Sequence[str] = ()
-                 ) -> tuple[subprocess.Popen, str, str]:
-    """`(process, gRPC target, HTTP base URL)` of a serving `nmt serve`."""
-    port, http_port = free_port(), free_port()
-    command = [sys.executable, "-m", "nmt_cli", "serve", "--model", str(model),
-               "--host", "127.0.0.1", "--port", str(port), "--metrics-port", "0",
-               "--http-port", str(http_port), "--poll-interval", "0", "--grace", "2"]
-    if not batching:
-        command.append("--no-batching")
-    command += list(extra)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(REPO)}
-    env.pop("NMT_AUTH_TOKEN", None)
-    log = open(log_path, "a")  # kept open for the server's lifetime
-    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=log)
-    target = f"127.0.0.1:{port}"
-    with TranslationClient(target) as client:
-        try:
-            client.wait_until_serving(timeout=300)
-        except TimeoutError:
-            process.terminate()
-            raise SystemExit(f"the server did not start; see {log_path}") from None
-    return process, target, f"http://127.0.0.1:{http_port}"
 
 
 @contextlib.asynccontextmanager

@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from nmt.atomic_write import write_atomically  # (nmt_cli.keys imports it from here too)
 from nmt.constants import DEFAULT_BATCH_SIZE
 from nmt.options import DEFAULT_MODEL_DIR, add_decode_options, add_precision_option
 
@@ -96,43 +97,10 @@ def check_paths(source: Path, target: Path) -> None:
         raise FileNotFoundError(f"no directory {target.parent} to write {target.name} in")
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Writes `data` to a temporary file beside `path`, syncs it and renames it to `path`.
-
-    The new file keeps the mode of the file it replaces (else the umask's default).
-    """
-    mode = path.stat().st_mode & 0o777 if path.exists() else _default_mode()
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                                             dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    directory = os.open(path.parent, os.O_RDONLY)  # makes the rename itself durable
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
-
-
-def _default_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
 def translate_file_command(args) -> int:
     """`nmt translate-file IN OUT`: reads and checks IN, translates, writes OUT."""
     source, target = Path(args.input), Path(args.output)
-    reader = {"po": _po_file, "xliff": _xliff_file, "srt": _subtitle_file,
-              "vtt": _subtitle_file, "docx": _docx_file,
-              "markdown": _markdown_file}[file_format(source, args.format)]
+    reader = _READERS[file_format(source, args.format)]
     check_paths(source, target)
     translate_document = reader(args, source.read_bytes(), str(source))
 
@@ -153,40 +121,30 @@ def _po_file(args, data: bytes, name: str):
     """Reads and checks a PO file; returns `(translate, progress) -> (bytes, summary)`."""
     from nmt.documents.po import PoOptions, read_po, translate_po
 
-    options = PoOptions(overwrite=args.overwrite, fuzzy=args.fuzzy,
-                        placeholders=args.placeholders, batch_size=args.batch_size)
-    document = read_po(data, name)
+    options = PoOptions(overwrite=args.overwrite, fuzzy=args.fuzzy, **_file_options(args))
 
-    def run(translate, progress) -> tuple[bytes, str]:
-        translated = translate_po(document, translate, options, progress=progress)
-        report = translated.report
+    def summary(report) -> str:
         marked = " (fuzzy)" if args.fuzzy and report.written else ""
-        return translated.data, (
-            f"{report.written} of {report.messages} messages translated{marked}, {report.kept} "
-            f"translations kept, {report.obsolete} obsolete entries left as they were; "
-            f"{report.sentences} sentences")
+        return (f"{report.written} of {report.messages} messages translated{marked}, "
+                f"{report.kept} translations kept, {report.obsolete} obsolete entries left as "
+                f"they were; {report.sentences} sentences")
 
-    return run
+    return _runner(translate_po, read_po(data, name), options, summary)
 
 
 def _xliff_file(args, data: bytes, name: str):
     """Reads and checks an XLIFF file; returns `(translate, progress) -> (bytes, summary)`."""
     from nmt.documents.xliff import XliffOptions, read_xliff, translate_xliff
 
-    options = XliffOptions(overwrite=args.overwrite, review=args.fuzzy,
-                           placeholders=args.placeholders, batch_size=args.batch_size)
-    document = read_xliff(data, name)
+    options = XliffOptions(overwrite=args.overwrite, review=args.fuzzy, **_file_options(args))
 
-    def run(translate, progress) -> tuple[bytes, str]:
-        translated = translate_xliff(document, translate, options, progress=progress)
-        report = translated.report
+    def summary(report) -> str:
         marked = " (for review)" if args.fuzzy and report.written else ""
-        return translated.data, (
-            f"{report.written} of {report.segments} segments translated{marked}, {report.kept} "
-            f"translations kept, {report.skipped} not to translate, {report.wordless} without "
-            f"words; {report.sentences} sentences")
+        return (f"{report.written} of {report.segments} segments translated{marked}, "
+                f"{report.kept} translations kept, {report.skipped} not to translate, "
+                f"{report.wordless} without words; {report.sentences} sentences")
 
-    return run
+    return _runner(translate_xliff, read_xliff(data, name), options, summary)
 
 
 def _subtitle_file(args, data: bytes, name: str):
@@ -194,51 +152,64 @@ def _subtitle_file(args, data: bytes, name: str):
     summary)`."""
     from nmt.documents.subtitles import SubtitleOptions, read_subtitles, translate_subtitles
 
-    options = SubtitleOptions(merge_cues=args.merge_cues, placeholders=args.placeholders,
-                              batch_size=args.batch_size)
+    options = SubtitleOptions(merge_cues=args.merge_cues, **_file_options(args))
     document = read_subtitles(data, file_format(Path(name), args.format), name)
 
-    def run(translate, progress) -> tuple[bytes, str]:
-        translated = translate_subtitles(document, translate, options, progress=progress)
-        report = translated.report
-        return translated.data, (
-            f"{report.translated} of {report.cues} cues translated, {report.merged} sentences "
-            f"over several cues; {report.sentences} sentences")
+    def summary(report) -> str:
+        return (f"{report.translated} of {report.cues} cues translated, {report.merged} "
+                f"sentences over several cues; {report.sentences} sentences")
 
-    return run
+    return _runner(translate_subtitles, document, options, summary)
 
 
 def _docx_file(args, data: bytes, name: str):
     """Reads and checks a Word document; returns `(translate, progress) -> (bytes, summary)`."""
     from nmt.documents.docx import DocxOptions, read_docx, translate_docx
 
-    options = DocxOptions(placeholders=args.placeholders, batch_size=args.batch_size)
-    document = read_docx(data, name)
+    options = DocxOptions(**_file_options(args))
 
-    def run(translate, progress) -> tuple[bytes, str]:
-        translated = translate_docx(document, translate, options, progress=progress)
-        report = translated.report
-        return translated.data, (
-            f"{report.paragraphs} paragraphs translated in {report.written} of {report.parts} "
-            f"parts (body, headers, footers, notes, comments); {report.sentences} sentences")
+    def summary(report) -> str:
+        return (f"{report.paragraphs} paragraphs translated in {report.written} of "
+                f"{report.parts} parts (body, headers, footers, notes, comments); "
+                f"{report.sentences} sentences")
 
-    return run
+    return _runner(translate_docx, read_docx(data, name), options, summary)
 
 
 def _markdown_file(args, data: bytes, name: str):
     """Reads and checks a Markdown file; returns `(translate, progress) -> (bytes, summary)`."""
     from nmt.documents.markdown import MarkdownOptions, read_markdown, translate_markdown
 
-    options = MarkdownOptions(placeholders=args.placeholders, batch_size=args.batch_size)
-    document = read_markdown(data, name)
+    options = MarkdownOptions(**_file_options(args))
+
+    def summary(report) -> str:
+        return (f"{report.written} of {report.blocks} paragraphs, headings and table cells "
+                f"translated, {report.left} texts left in English (their Markdown would not "
+                f"read back the same); {report.sentences} sentences")
+
+    return _runner(translate_markdown, read_markdown(data, name), options, summary)
+
+
+# Format -> its reader: `(args, IN's bytes, IN's name) -> run`, where `run(translate,
+# progress)` translates and returns `(OUT's bytes, summary)`. A reader imports its format's
+# module only when called.
+_READERS = {"po": _po_file, "xliff": _xliff_file, "srt": _subtitle_file, "vtt": _subtitle_file,
+            "docx": _docx_file, "markdown": _markdown_file}
+
+
+def _file_options(args) -> dict:
+    """The options every format takes (`nmt.documents.file_batches.FileOptions`)."""
+    return {"placeholders": args.placeholders, "batch_size": args.batch_size}
+
+
+def _runner(translate_document: Callable, document, options, summary: Callable):
+    """`run(translate, progress) -> (bytes, summary)` for a document read: it translates
+    with `translate_document(document, translate, options, progress=progress)` and sums up
+    the report with `summary(report)`."""
 
     def run(translate, progress) -> tuple[bytes, str]:
-        translated = translate_markdown(document, translate, options, progress=progress)
-        report = translated.report
-        return translated.data, (
-            f"{report.written} of {report.blocks} paragraphs, headings and table cells "
-            f"translated, {report.left} texts left in English (their Markdown would not read "
-            f"back the same); {report.sentences} sentences")
+        translated = translate_document(document, translate, options, progress=progress)
+        return translated.data, summary(translated.report)
 
     return run
 

@@ -63,14 +63,13 @@ import posixpath
 import re
 import zipfile
 import zlib
-from collections.abc import Callable, Sequence
 from urllib.parse import unquote
 
 from lxml import etree
 
-from nmt.constants import DEFAULT_BATCH_SIZE
+from nmt.documents.file_batches import FileOptions, Progress, translate_plans
 from nmt.documents.markup import MarkupError, MarkupPlan, plan_markup
-from nmt.documents.sentences import SentenceResult, join_documents, sentences_of
+from nmt.documents.sentences import Translate
 from nmt.documents.wordml import (
     ParagraphError,
     ParagraphMarkup,
@@ -111,20 +110,8 @@ class DocxLimitError(DocxFileError):
 
 
 @dataclasses.dataclass(frozen=True)
-class DocxOptions:
-    """How a Word document is translated.
-
-    Attributes:
-        placeholders: give placeholders back exactly (`nmt.documents.placeholders`).
-        batch_size: sentences per `translate` call.
-    """
-
-    placeholders: bool = True
-    batch_size: int = DEFAULT_BATCH_SIZE
-
-    def __post_init__(self):
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1. Received: {self.batch_size}")
+class DocxOptions(FileOptions):
+    """How a Word document is translated: placeholders, batch_size (`FileOptions`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -320,10 +307,9 @@ def _part_tree(data: bytes, name: str, part: str, root_name: str) -> etree._Elem
 # Translating.
 
 
-def translate_docx(document: DocxDocument,
-                   translate: Callable[[list[str]], Sequence[SentenceResult]],
+def translate_docx(document: DocxDocument, translate: Translate,
                    options: DocxOptions = DocxOptions(), *,
-                   progress: Callable[[int, int], None] | None = None) -> DocxTranslation:
+                   progress: Progress | None = None) -> DocxTranslation:
     """Translates every paragraph of the document's text parts (see the module docstring).
 
     Args:
@@ -347,10 +333,11 @@ def translate_docx(document: DocxDocument,
         counts[part] = len(read)
     plans = _plans(document, paragraphs, options)
     todo = [(part, p) for part, p in paragraphs if plans[p.markup].sentences]
-    translated, sentences = _translate_plans(plans, translate, options, progress)
+    translated, sentences = translate_plans({m: p for m, p in plans.items() if p.sentences},
+                                            translate, options.batch_size, progress)
     for part, paragraph in todo:
         try:
-            write_paragraph(paragraph, translated[paragraph.markup])
+            write_paragraph(paragraph, translated[paragraph.markup].text)
         except ParagraphError as error:
             raise DocxFileError(f"{document.name}: a paragraph of {part} would not be written "
                                 f"as meant, so nothing was written; please report this with "
@@ -384,24 +371,6 @@ def _plans(document: DocxDocument, paragraphs: list[tuple[str, ParagraphMarkup]]
             raise DocxFileError(f"{document.name}: a paragraph of {part} cannot be translated "
                                 f"(its markup, counted from its start: {error})") from None
     return plans
-
-
-def _translate_plans(plans: dict[str, MarkupPlan], translate: Callable, options: DocxOptions,
-                     progress: Callable[[int, int], None] | None
-                     ) -> tuple[dict[str, str], int]:
-    """Each paragraph markup's translation (of those with a sentence), and the number of
-    distinct sentences read; all paragraphs' sentences sorted by length."""
-    sources = [markup for markup, plan in plans.items() if plan.sentences]
-    ordered = [plans[markup] for markup in sources]
-    distinct = sorted(set(sentences_of(ordered)), key=lambda s: (len(s), s))
-    results = {}
-    for start in range(0, len(distinct), options.batch_size):
-        chunk = distinct[start:start + options.batch_size]
-        results.update(zip(chunk, translate(chunk), strict=True))
-        if progress is not None:
-            progress(len(results), len(distinct))
-    joined = join_documents(ordered, [results[s] for s in sentences_of(ordered)])
-    return {markup: doc.text for markup, doc in zip(sources, joined, strict=True)}, len(distinct)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ from __future__ import annotations
 import codecs
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from xml.parsers import expat
 
 from markdown_it import MarkdownIt
@@ -65,7 +65,7 @@ from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 
-from nmt.constants import DEFAULT_BATCH_SIZE
+from nmt.documents.file_batches import FileOptions, Progress, translate_plans
 from nmt.documents.markdown_inline import (
     Break,
     InlineText,
@@ -83,7 +83,7 @@ from nmt.documents.markdown_inline import (
     unescaped_cell,
 )
 from nmt.documents.markup import MarkupError, plan_document, plan_markup
-from nmt.documents.sentences import SentenceResult, join_documents, sentences_of
+from nmt.documents.sentences import Translate
 
 MAX_MARKDOWN_BYTES = 5_000_000  # bytes of one file
 MAX_NESTING = 50  # block containers (or inline elements) inside each other
@@ -105,20 +105,8 @@ class MarkdownFileError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
-class MarkdownOptions:
-    """How a Markdown file is translated.
-
-    Attributes:
-        placeholders: give placeholders back exactly (`nmt.documents.placeholders`).
-        batch_size: sentences per `translate` call.
-    """
-
-    placeholders: bool = True
-    batch_size: int = DEFAULT_BATCH_SIZE
-
-    def __post_init__(self):
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1. Received: {self.batch_size}")
+class MarkdownOptions(FileOptions):
+    """How a Markdown file is translated: placeholders, batch_size (`FileOptions`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -473,11 +461,9 @@ def _structure(tokens: list[Token], env: Mapping, front_matter: str) -> tuple:
 # Translating.
 
 
-def translate_markdown(document: MarkdownDocument,
-                       translate: Callable[[list[str]], Sequence[SentenceResult]],
+def translate_markdown(document: MarkdownDocument, translate: Translate,
                        options: MarkdownOptions = MarkdownOptions(), *,
-                       progress: Callable[[int, int], None] | None = None
-                       ) -> MarkdownTranslation:
+                       progress: Progress | None = None) -> MarkdownTranslation:
     """Translates the file's text (see the module docstring).
 
     Args:
@@ -544,25 +530,16 @@ def _plans(document: MarkdownDocument, options: MarkdownOptions) -> dict[tuple[s
     return plans
 
 
-def _translated(plans: dict, translate: Callable, options: MarkdownOptions,
-                progress: Callable[[int, int], None] | None
-                ) -> tuple[dict[str, str], dict[str, str], int]:
+def _translated(plans: dict, translate: Translate, options: MarkdownOptions,
+                progress: Progress | None) -> tuple[dict[str, str], dict[str, str], int]:
     """`(markup by markup, titles by title, distinct sentences)` of the texts with a
-    sentence; all texts' sentences sorted by length."""
-    keys = [key for key, plan in plans.items() if plan.sentences]
-    ordered = [plans[key] for key in keys]
-    distinct = sorted(set(sentences_of(ordered)), key=lambda s: (len(s), s))
-    results = {}
-    for start in range(0, len(distinct), options.batch_size):
-        chunk = distinct[start:start + options.batch_size]
-        results.update(zip(chunk, translate(chunk), strict=True))
-        if progress is not None:
-            progress(len(results), len(distinct))
-    joined = join_documents(ordered, [results[s] for s in sentences_of(ordered)])
+    sentence."""
+    joined, sentences = translate_plans({k: p for k, p in plans.items() if p.sentences},
+                                        translate, options.batch_size, progress)
     done, titles = {}, {}
-    for (kind, key), translation in zip(keys, joined, strict=True):
+    for (kind, key), translation in joined.items():
         (titles if kind == "title" else done)[key] = translation.text
-    return done, titles, len(distinct)
+    return done, titles, sentences
 
 
 def _has_sentence(text: InlineText, plans: Mapping) -> bool:

@@ -46,14 +46,9 @@ from collections.abc import Callable, Sequence
 
 import polib
 
-from nmt.constants import DEFAULT_BATCH_SIZE
+from nmt.documents.file_batches import FileOptions, Progress, translate_plans
 from nmt.documents.markup import plan_document
-from nmt.documents.sentences import (
-    TARGET_LANGUAGE,
-    SentenceResult,
-    join_documents,
-    sentences_of,
-)
+from nmt.documents.sentences import TARGET_LANGUAGE, Translate
 
 PLURAL_FORMS = "nplurals=2; plural=(n > 1);"
 WRAP_WIDTH = 79  # GNU gettext's default page width
@@ -80,24 +75,16 @@ class PoFileError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
-class PoOptions:
-    """How a PO file is translated.
+class PoOptions(FileOptions):
+    """How a PO file is translated (placeholders, batch_size: `FileOptions`).
 
     Attributes:
         overwrite: translate messages that have a translation too (default: keep it).
         fuzzy: mark each message written `fuzzy`, for review.
-        placeholders: give placeholders back exactly (`nmt.documents.placeholders`).
-        batch_size: sentences per `translate` call.
     """
 
     overwrite: bool = False
     fuzzy: bool = True
-    placeholders: bool = True
-    batch_size: int = DEFAULT_BATCH_SIZE
-
-    def __post_init__(self):
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1. Received: {self.batch_size}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,11 +201,9 @@ def _parse(text: str, name: str) -> polib.POFile:
         raise PoFileError(f"{where}: not PO syntax ({detail}): is it a PO or POT file?") from None
 
 
-def translate_po(document: PoDocument,
-                 translate: Callable[[list[str]], Sequence[SentenceResult]],
-                 options: PoOptions = PoOptions(), *,
-                 now: datetime.datetime | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> PoTranslation:
+def translate_po(document: PoDocument, translate: Translate,
+                 options: PoOptions = PoOptions(), *, now: datetime.datetime | None = None,
+                 progress: Progress | None = None) -> PoTranslation:
     """Fills the messages that need a translation (see the module docstring).
 
     Args:
@@ -297,21 +282,13 @@ def _to_translate(document: PoDocument, overwrite: bool,
     return todo
 
 
-def _translate_texts(texts: list[str], translate: Callable, options: PoOptions,
-                     progress: Callable[[int, int], None] | None) -> tuple[dict[str, str], int]:
-    """Each text's translation as `nmt translate --format text` gives it, and the
-    number of distinct sentences read; all texts' sentences sorted by length."""
-    plans = [plan_document(text, "text", options.placeholders) for text in texts]
-    distinct = sorted(set(sentences_of(plans)), key=lambda s: (len(s), s))
-    results = {}
-    for start in range(0, len(distinct), options.batch_size):
-        chunk = distinct[start:start + options.batch_size]
-        results.update(zip(chunk, translate(chunk), strict=True))
-        if progress is not None:
-            progress(len(results), len(distinct))
-    joined = join_documents(plans, [results[s] for s in sentences_of(plans)])
-    translated = {text: document.text for text, document in zip(texts, joined, strict=True)}
-    return translated, len(distinct)
+def _translate_texts(texts: list[str], translate: Translate, options: PoOptions,
+                     progress: Progress | None) -> tuple[dict[str, str], int]:
+    """Each (distinct) text's translation as `nmt translate --format text` gives it, and
+    the number of distinct sentences read."""
+    plans = {text: plan_document(text, "text", options.placeholders) for text in texts}
+    joined, sentences = translate_plans(plans, translate, options.batch_size, progress)
+    return {text: document.text for text, document in joined.items()}, sentences
 
 
 def _change(entry: polib.POEntry, forms: dict[int, str], translated: dict[str, str],

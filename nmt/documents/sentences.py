@@ -53,6 +53,11 @@ class SentenceResult(Protocol):
     def word_alignment(self) -> Sequence[tuple[int, int]]: ...
 
 
+# What translates: sentences -> one result per sentence, in order (`Translator.translate`,
+# a gRPC client's `translate`, a test's fake).
+Translate = Callable[[list[str]], Sequence[SentenceResult]]
+
+
 @dataclasses.dataclass(frozen=True)
 class TextLinks:
     """A sentence's result given by hand: a target text and word links.
@@ -218,9 +223,7 @@ def join_documents(plans: Sequence, results: Sequence[SentenceResult]) -> list:
     return joined
 
 
-def translate_documents(texts: Sequence[str],
-                        translate: Callable[[list[str]], Sequence[SentenceResult]]
-                        ) -> list[DocumentTranslation]:
+def translate_documents(texts: Sequence[str], translate: Translate) -> list[DocumentTranslation]:
     """Splits, translates all sentences in one call, and joins.
 
     Args:

@@ -81,9 +81,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from nmt.constants import DEFAULT_BATCH_SIZE
 from nmt.documents.cues import (  # noqa: F401  (the MAX_ limits: part of this API)
     CUE_FORMATS,
     MAX_CUES_PER_SENTENCE,
@@ -93,7 +92,8 @@ from nmt.documents.cues import (  # noqa: F401  (the MAX_ limits: part of this A
     render_cue_text,
     split_translation,
 )
-from nmt.documents.sentences import SentenceResult
+from nmt.documents.file_batches import FileOptions, Progress, translate_distinct
+from nmt.documents.sentences import Translate
 
 SUBTITLE_FORMATS = CUE_FORMATS
 
@@ -116,23 +116,15 @@ class SubtitleError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
-class SubtitleOptions:
-    """How a subtitle file is translated.
+class SubtitleOptions(FileOptions):
+    """How a subtitle file is translated (placeholders, batch_size: `FileOptions`).
 
     Attributes:
         merge_cues: translate a sentence that runs over several cues as one
             and split its translation over them (default); False: cue by cue.
-        placeholders: give placeholders back exactly (`nmt.documents.placeholders`).
-        batch_size: sentences per `translate` call.
     """
 
     merge_cues: bool = True
-    placeholders: bool = True
-    batch_size: int = DEFAULT_BATCH_SIZE
-
-    def __post_init__(self):
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1. Received: {self.batch_size}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -371,11 +363,9 @@ def _check(document: SubtitleDocument, data: bytes) -> None:
                             "with the file")
 
 
-def translate_subtitles(document: SubtitleDocument,
-                        translate: Callable[[list[str]], Sequence[SentenceResult]],
+def translate_subtitles(document: SubtitleDocument, translate: Translate,
                         options: SubtitleOptions = SubtitleOptions(), *,
-                        progress: Callable[[int, int], None] | None = None
-                        ) -> SubtitleTranslation:
+                        progress: Progress | None = None) -> SubtitleTranslation:
     """Translates the text of every cue (see the module docstring).
 
     Args:
@@ -395,7 +385,7 @@ def translate_subtitles(document: SubtitleDocument,
     sentences = cue_sentences(cues, options.merge_cues)
     texts = [" ".join(word for cue, index in sentence for word in cues[cue].units[index].words)
              for sentence in sentences]
-    results = _translate_all(texts, translate, options.batch_size, progress)
+    results = translate_distinct(texts, translate, options.batch_size, progress)
     parts: dict[tuple[int, int], tuple] = {}
     for sentence, text in zip(sentences, texts, strict=True):
         found = split_translation([cues[cue].units[index] for cue, index in sentence],
@@ -412,16 +402,3 @@ def translate_subtitles(document: SubtitleDocument,
     return SubtitleTranslation(data, SubtitleReport(
         cues=len(document.cues), translated=len(written), sentences=len(results),
         merged=sum(len(sentence) > 1 for sentence in sentences)))
-
-
-def _translate_all(texts: Sequence[str], translate: Callable, batch_size: int,
-                   progress: Callable[[int, int], None] | None) -> dict[str, SentenceResult]:
-    """Each distinct text's result; all sorted by length, `batch_size` a call."""
-    distinct = sorted(set(texts), key=lambda s: (len(s), s))
-    results = {}
-    for start in range(0, len(distinct), batch_size):
-        chunk = distinct[start:start + batch_size]
-        results.update(zip(chunk, translate(chunk), strict=True))
-        if progress is not None:
-            progress(len(results), len(distinct))
-    return results

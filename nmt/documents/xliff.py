@@ -77,18 +77,12 @@ import dataclasses
 import html
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from xml.parsers import expat
 
-from nmt.constants import DEFAULT_BATCH_SIZE
+from nmt.documents.file_batches import FileOptions, Progress, translate_plans
 from nmt.documents.markup import MarkupError, MarkupPlan, plan_markup
-from nmt.documents.sentences import (
-    SOURCE_LANGUAGE,
-    TARGET_LANGUAGE,
-    SentenceResult,
-    join_documents,
-    sentences_of,
-)
+from nmt.documents.sentences import SOURCE_LANGUAGE, TARGET_LANGUAGE, Translate
 
 XLIFF_1 = "urn:oasis:names:tc:xliff:document:1.2"
 XLIFF_2 = "urn:oasis:names:tc:xliff:document:2.0"  # XLIFF 2.0, 2.1 and 2.2 alike
@@ -119,25 +113,17 @@ class XliffFileError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
-class XliffOptions:
-    """How an XLIFF file is translated.
+class XliffOptions(FileOptions):
+    """How an XLIFF file is translated (placeholders, batch_size: `FileOptions`).
 
     Attributes:
         overwrite: translate segments whose target has content too (default: keep it).
         review: mark each target written for review (1.2 `needs-review-translation`);
             False marks it `translated` (2.x: `translated` either way).
-        placeholders: give placeholders back exactly (`nmt.documents.placeholders`).
-        batch_size: sentences per `translate` call.
     """
 
     overwrite: bool = False
     review: bool = True
-    placeholders: bool = True
-    batch_size: int = DEFAULT_BATCH_SIZE
-
-    def __post_init__(self):
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1. Received: {self.batch_size}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -513,10 +499,9 @@ def _is_language(tag: str, language: str) -> bool:
 # Translating.
 
 
-def translate_xliff(document: XliffDocument,
-                    translate: Callable[[list[str]], Sequence[SentenceResult]],
+def translate_xliff(document: XliffDocument, translate: Translate,
                     options: XliffOptions = XliffOptions(), *,
-                    progress: Callable[[int, int], None] | None = None) -> XliffTranslation:
+                    progress: Progress | None = None) -> XliffTranslation:
     """Fills the targets that need a translation (see the module docstring).
 
     Args:
@@ -537,8 +522,10 @@ def translate_xliff(document: XliffDocument,
         options.overwrite or not (s.target or "").strip())]
     plans = _plans(document, [segments[i] for i in wanted], options)
     todo = [i for i in wanted if plans[segments[i].source].sentences]
-    translated, sentences = _translate_plans(plans, translate, document.version, options,
-                                             progress)
+    joined, sentences = translate_plans({s: p for s, p in plans.items() if p.sentences},
+                                        translate, options.batch_size, progress)
+    translated = {source: _codes_in_order(translation.text, document.version)
+                  for source, translation in joined.items()}
     written = {i: _writable(translated[segments[i].source], document.encoding) for i in todo}
     edits = [*_language_edits(document)]
     for i, content in written.items():
@@ -585,26 +572,6 @@ def _plans(document: XliffDocument, segments: list[XliffSegment],
             raise XliffFileError(f"{document.name}:{line}: the source of {segment.unit!r} (its "
                                  f"characters counted from its start): {error}") from None
     return plans
-
-
-def _translate_plans(plans: dict[str, MarkupPlan], translate: Callable, version: str,
-                     options: XliffOptions, progress: Callable[[int, int], None] | None
-                     ) -> tuple[dict[str, str], int]:
-    """Each source's translated markup (of those with a sentence), and the number of
-    distinct sentences read; all sources' sentences sorted by length."""
-    sources = [source for source, plan in plans.items() if plan.sentences]
-    ordered = [plans[source] for source in sources]
-    distinct = sorted(set(sentences_of(ordered)), key=lambda s: (len(s), s))
-    results = {}
-    for start in range(0, len(distinct), options.batch_size):
-        chunk = distinct[start:start + options.batch_size]
-        results.update(zip(chunk, translate(chunk), strict=True))
-        if progress is not None:
-            progress(len(results), len(distinct))
-    joined = join_documents(ordered, [results[s] for s in sentences_of(ordered)])
-    translated = {source: _codes_in_order(document.text, version)
-                  for source, document in zip(sources, joined, strict=True)}
-    return translated, len(distinct)
 
 
 # ---------------------------------------------------------------------------------------------

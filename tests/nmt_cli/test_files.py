@@ -11,10 +11,10 @@ from pathlib import Path
 import polib
 import pytest
 
-from nmt.documents.sentences import TextLinks
 from nmt.types import DecodeOptions
 from nmt_cli import main as cli
 from nmt_cli.files import file_format, write_atomically
+from tests.nmt.documents.helpers import shouting
 
 TEMPLATE = r'''# Messages of a small example program.
 #, fuzzy
@@ -72,8 +72,7 @@ class FakeTranslator:
     def translate(self, sentences, options=None):
         if FakeTranslator.fail:
             raise RuntimeError("the model broke down")
-        return [TextLinks(s.upper(), tuple((i, i) for i in range(len(s.split()))))
-                for s in sentences]
+        return shouting(sentences)
 
 
 @pytest.fixture

@@ -23,45 +23,14 @@ from nmt.documents.docx import (
     read_docx,
     translate_docx,
 )
-from nmt.documents.sentences import TextLinks
 from nmt.documents.wordml import read_paragraph
+from tests.nmt.documents.helpers import Recorder, backwards, shouting
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 R_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
 URL = "https://example.org/garden"
 _NOTES = {  # part -> (root element, note element)
     "footnotes": ("footnotes", "footnote"), "endnotes": ("endnotes", "endnote")}
-
-
-def shouting(sentences):
-    """A translator whose output reads as its input: every word upper-cased."""
-    return [TextLinks(s.upper(), tuple((i, i) for i in range(len(s.split()))))
-            for s in sentences]
-
-
-def backwards(sentences):
-    """Every sentence's words upper-cased in reverse order, linked to where they came from."""
-    results = []
-    for sentence in sentences:
-        words = sentence.upper().split()
-        results.append(TextLinks(" ".join(reversed(words)),
-                                 tuple((i, len(words) - 1 - i) for i in range(len(words)))))
-    return results
-
-
-class Recorder:
-    """`shouting`, keeping the sentences of each call."""
-
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, sentences):
-        self.calls.append(list(sentences))
-        return shouting(sentences)
-
-    @property
-    def read(self):
-        return [sentence for call in self.calls for sentence in call]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 """`nmt.documents.markdown`: Markdown files translated, everything but their text kept byte for
 byte, the result reading back as the same Markdown."""
 
-import difflib
 from xml.parsers import expat
 
 import pytest
@@ -18,6 +17,7 @@ from nmt.documents.markdown import (
 )
 from nmt.documents.markdown_inline import escaped
 from nmt.documents.sentences import TextLinks
+from tests.nmt.documents.helpers import Recorder, backwards, diff, shouting
 
 GARDEN = """\
 ---
@@ -68,22 +68,6 @@ See <https://example.com> or ask <b>the gardener</b>.
 """
 
 
-def shouting(sentences):
-    """A translator whose output reads as its input: every word upper-cased."""
-    return [TextLinks(s.upper(), tuple((i, i) for i in range(len(s.split()))))
-            for s in sentences]
-
-
-def backwards(sentences):
-    """Every sentence's words upper-cased in reverse order, linked to where they came from."""
-    results = []
-    for sentence in sentences:
-        words = sentence.upper().split()
-        results.append(TextLinks(" ".join(reversed(words)),
-                                 tuple((i, len(words) - 1 - i) for i in range(len(words)))))
-    return results
-
-
 def saying(*words):
     """A translator that answers each sentence with `words` (cycled), linked in order."""
     def translate(sentences):
@@ -96,32 +80,10 @@ def saying(*words):
     return translate
 
 
-class Recorder:
-    """`shouting`, keeping the sentences of each call."""
-
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, sentences):
-        self.calls.append(list(sentences))
-        return shouting(sentences)
-
-    @property
-    def read(self):
-        return [sentence for call in self.calls for sentence in call]
-
-
 def translated(text: str, translate=shouting, **options):
     result = translate_markdown(read_markdown(text.encode("utf-8"), "garden.md"), translate,
                                 MarkdownOptions(**options))
     return result.data.decode("utf-8"), result.report
-
-
-def diff(before: str, after: str) -> list[str]:
-    """The lines removed (`-`) and added (`+`), in order (a unified diff without context)."""
-    return [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(),
-                                                  lineterm="", n=0)
-            if line[:1] in "+-" and line[:3] not in ("---", "+++")]
 
 
 def structure(text: str) -> list[tuple]:

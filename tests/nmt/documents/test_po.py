@@ -1,7 +1,6 @@
 """`nmt.documents.po`: PO/POT files translated, everything not translated kept byte for byte."""
 
 import datetime
-import difflib
 import shutil
 import subprocess
 
@@ -17,6 +16,7 @@ from nmt.documents.po import (
     translate_po,
 )
 from nmt.documents.sentences import TextLinks
+from tests.nmt.documents.helpers import Recorder, diff, shouting
 
 NOW = datetime.datetime(2025, 3, 4, 5, 6, tzinfo=datetime.UTC)
 
@@ -113,23 +113,6 @@ msgstr[1] ""
 '''
 
 
-def shouting(sentences):
-    """A translator whose output reads as its input: every word upper-cased."""
-    return [TextLinks(s.upper(), tuple((i, i) for i in range(len(s.split()))))
-            for s in sentences]
-
-
-class Recorder:
-    """`shouting`, keeping the sentences of each call."""
-
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, sentences):
-        self.calls.append(list(sentences))
-        return shouting(sentences)
-
-
 def translated(text: str, translate=shouting, **options):
     result = translate_po(read_po(text.encode("utf-8"), "test.po"), translate,
                           PoOptions(**options), now=NOW)
@@ -139,13 +122,6 @@ def translated(text: str, translate=shouting, **options):
 def entries(text: str) -> dict:
     """`{(msgctxt, msgid): entry}` of a PO text, obsolete entries included."""
     return {(e.msgctxt, e.msgid): e for e in polib.pofile(text)}
-
-
-def diff(before: str, after: str) -> list[str]:
-    """The lines removed (`-`) and added (`+`), in order (a unified diff without context)."""
-    return [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(),
-                                                  lineterm="", n=0)
-            if line[:1] in "+-" and line[:3] not in ("---", "+++")]
 
 
 def test_untranslated_messages_are_filled_and_marked_fuzzy():

@@ -10,6 +10,7 @@ from nmt.documents.subtitles import (
     read_subtitles,
     translate_subtitles,
 )
+from tests.nmt.documents.helpers import Recorder, shouting
 
 # CRLF line ends, a byte-order mark, a sentence over cues 1 and 2 with tags in both, SRT
 # coordinates, a dialogue cue of two lines, a start tag never closed.
@@ -62,31 +63,8 @@ last
 """
 
 
-def shouting(sentences):
-    """A translator whose output reads as its input: every word upper-cased."""
-    return [TextLinks(s.upper(), tuple((i, i) for i in range(len(s.split()))))
-            for s in sentences]
-
-
 def echo(sentences):
     return [TextLinks(s, tuple((i, i) for i in range(len(s.split())))) for s in sentences]
-
-
-class Recorder:
-    """`shouting` (or given translations), keeping the sentences of each call."""
-
-    def __init__(self, known: dict | None = None):
-        self.calls = []
-        self.known = known or {}
-
-    def __call__(self, sentences):
-        self.calls.append(list(sentences))
-        return [TextLinks(*self.known[s]) if s in self.known else shouting([s])[0]
-                for s in sentences]
-
-    @property
-    def read(self) -> list[str]:
-        return [s for call in self.calls for s in call]
 
 
 def translated(text: str, format: str, translate=shouting, **options) -> str:

@@ -1,6 +1,5 @@
 """`nmt.documents.xliff`: XLIFF 1.2 and 2.x files translated, everything else kept byte for byte."""
 
-import difflib
 import re
 import xml.etree.ElementTree as ET
 
@@ -14,6 +13,7 @@ from nmt.documents.xliff import (
     read_xliff,
     translate_xliff,
 )
+from tests.nmt.documents.helpers import Recorder, backwards, diff, shouting
 
 NS_1 = "{urn:oasis:names:tc:xliff:document:1.2}"
 NS_2 = "{urn:oasis:names:tc:xliff:document:2.0}"
@@ -84,37 +84,6 @@ XLIFF_2 = '''<?xml version="1.0" encoding="UTF-8"?>
 '''
 
 
-def shouting(sentences):
-    """A translator whose output reads as its input: every word upper-cased."""
-    return [TextLinks(s.upper(), tuple((i, i) for i in range(len(s.split()))))
-            for s in sentences]
-
-
-def backwards(sentences):
-    """Every sentence's words upper-cased in reverse order, linked to where they came from."""
-    results = []
-    for sentence in sentences:
-        words = sentence.upper().split()
-        results.append(TextLinks(" ".join(reversed(words)),
-                                 tuple((i, len(words) - 1 - i) for i in range(len(words)))))
-    return results
-
-
-class Recorder:
-    """`shouting`, keeping the sentences of each call."""
-
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, sentences):
-        self.calls.append(list(sentences))
-        return shouting(sentences)
-
-    @property
-    def read(self):
-        return [sentence for call in self.calls for sentence in call]
-
-
 def translated(text: str, translate=shouting, **options):
     result = translate_xliff(read_xliff(text.encode("utf-8"), "shop.xlf"), translate,
                              XliffOptions(**options))
@@ -133,13 +102,6 @@ def inner(element) -> str:
     text = ET.tostring(element, encoding="unicode")
     text = re.sub(r' xmlns:ns0="[^"]*"', "", text).replace("ns0:", "")
     return text[text.index(">") + 1:text.rindex("<")]
-
-
-def diff(before: str, after: str) -> list[str]:
-    """The lines removed (`-`) and added (`+`), in order (a unified diff without context)."""
-    return [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(),
-                                                  lineterm="", n=0)
-            if line[:1] in "+-" and line[:3] not in ("---", "+++")]
 
 
 # ---------------------------------------------------------------------------------------------
