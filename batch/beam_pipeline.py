@@ -16,6 +16,11 @@ translated together and each document joined again (its record holds the
 translated document and its sentences); malformed markup makes the line an
 error record naming the position.
 
+With `--glossary FILE` (local or any Beam filesystem path; read once when
+the pipeline is built, so workers need no access to it) the terms are
+written into every translation and listed in its record, as for `nmt batch
+--glossary`.
+
 Lines are read with their numbers by one worker per file (ReadFromText does
 not number lines) and then reshuffled over all workers; reading a line costs
 microseconds, translating it milliseconds, so the reader is never the
@@ -42,14 +47,17 @@ from batch.engines import DEFAULT_BATCH_SIZE
 from batch.job import translate_documents_window, translate_window
 from batch.options import (
     add_document_format_option,
+    add_glossary_options,
     add_input_options,
     add_model_option,
     add_placeholders_option,
     add_translation_options,
     input_format,
+    read_glossary,
 )
 from batch.readers import InputFormat, SourceLine, numbered_lines, parse_line
 from batch.records import error_record, format_record
+from nmt.documents.glossary import Glossary
 from nmt.documents.markup import DOCUMENT_FORMATS
 from nmt.options import given_decode_options
 from nmt.types import DecodeOptions
@@ -96,12 +104,14 @@ class TranslationModelHandler(ModelHandler[tuple[int, str], dict, object]):
             a batch of `batch_size` documents, whose sentences go to the model
             `batch_size` at a time).
         placeholders: give placeholders back exactly, once each (as `nmt batch`).
+        glossary: terms to write into the translations (as `nmt batch
+            --glossary`); None: none.
     """
 
     def __init__(self, model: str, options: DecodeOptions | Mapping | None = None, *,
                  batch_size: int = DEFAULT_BATCH_SIZE, with_alignment: bool = False,
                  max_wait_secs: int = 10, document_format: str | None = None,
-                 placeholders: bool = True):
+                 placeholders: bool = True, glossary: Glossary | None = None):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1. Received: batch_size={batch_size!r}")
         if document_format is not None and document_format not in DOCUMENT_FORMATS:
@@ -115,6 +125,7 @@ class TranslationModelHandler(ModelHandler[tuple[int, str], dict, object]):
         self._batch_size, self._with_alignment = batch_size, with_alignment
         self._document_format = document_format
         self._placeholders = placeholders
+        self._glossary = glossary
 
     def load_model(self):
         from batch.engines import LocalEngine
@@ -126,10 +137,11 @@ class TranslationModelHandler(ModelHandler[tuple[int, str], dict, object]):
         sources = [SourceLine(line, text) for line, text in batch]
         if self._document_format is None:
             return translate_window(sources, model, with_alignment=self._with_alignment,
-                                    placeholders=self._placeholders)
+                                    placeholders=self._placeholders, glossary=self._glossary)
         return translate_documents_window(sources, model, self._document_format,
                                           with_alignment=self._with_alignment,
-                                          placeholders=self._placeholders)
+                                          placeholders=self._placeholders,
+                                          glossary=self._glossary)
 
     def get_metrics_namespace(self) -> str:
         return "nmt"
@@ -193,11 +205,18 @@ def _parser() -> argparse.ArgumentParser:
     add_input_options(p)
     add_document_format_option(p)
     add_placeholders_option(p)
+    add_glossary_options(p)
     p.add_argument("--max-wait-secs", type=int, default=10,
                    help="longest wait of a partial batch (streaming)")
     p.add_argument("--num-shards", type=int, default=0, help="output files (0: runner decides)")
     add_translation_options(p)
     return p
+
+
+def _read_bytes(path: str) -> bytes:
+    """A whole file of any Beam filesystem (`gs://...`, local)."""
+    with FileSystems.open(path) as stream:
+        return stream.read()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
                                       batch_size=args.batch_size, with_alignment=args.alignment,
                                       max_wait_secs=args.max_wait_secs,
                                       document_format=args.document_format,
-                                      placeholders=args.placeholders)
+                                      placeholders=args.placeholders,
+                                      glossary=read_glossary(args, _read_bytes))
     with beam.Pipeline(options=PipelineOptions(beam_args)) as pipeline:
         build_pipeline(pipeline, args.input, args.output, fmt, handler, args.num_shards)
     return 0

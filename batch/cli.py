@@ -9,11 +9,13 @@ from pathlib import Path
 
 from batch.options import (
     add_document_format_option,
+    add_glossary_options,
     add_input_options,
     add_model_option,
     add_placeholders_option,
     add_translation_options,
     input_format,
+    read_glossary,
 )
 from batch.readers import open_input
 from batch.records import OUTPUT_FORMATS, detect_output_format
@@ -40,6 +42,7 @@ def add_batch_parser(sub) -> None:
                    help="output format (default: text for .txt[.gz], else jsonl)")
     add_document_format_option(p)
     add_placeholders_option(p)
+    add_glossary_options(p)
     add_input_options(p)
     p.add_argument("--resume", action="store_true", help="continue an interrupted run")
     p.add_argument("--window", type=int, default=2000,
@@ -70,7 +73,8 @@ def _config(args):
     return JobConfig(args.input, args.output, input_format(args, args.input),
                      output_format=args.format or detect_output_format(str(args.output)),
                      with_alignment=args.alignment, window=args.window, resume=args.resume,
-                     document_format=args.document_format, placeholders=args.placeholders)
+                     document_format=args.document_format, placeholders=args.placeholders,
+                     glossary=read_glossary(args))
 
 
 def run_batch(args) -> int:

@@ -17,11 +17,18 @@ Placeholders (`%s`, `{0}`, `&amp;`: `nmt.documents.placeholders`) come back
 exactly unless `JobConfig.placeholders` is False: the job takes them out of what
 the engine reads (`nmt.documents.protection`, or each document's plan) and puts
 them back, so a server engine reads sentences without them.
+
+A glossary (`JobConfig.glossary`) is applied by the job too, whatever the
+engine, after the placeholders are back and before a document is joined
+(`nmt.documents.terminology`, `nmt.documents.glossary_documents`): the engine
+translates exactly what it would without one, and each record lists the
+terms applied (`batch.records`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import json
 import logging
@@ -40,9 +47,11 @@ from batch.records import (
     format_record,
     translation_record,
 )
+from nmt.documents.glossary import Glossary
+from nmt.documents.glossary_documents import apply_glossary_to_documents
 from nmt.documents.markup import DOCUMENT_FORMATS, MarkupError, plan_document
 from nmt.documents.protection import protect
-from nmt.documents.sentences import join_documents
+from nmt.documents.terminology import apply_glossary
 
 log = logging.getLogger("nmt.batch")
 
@@ -66,6 +75,7 @@ class JobConfig:
         document_format: None: each line is a sentence; `text`, `html` or
             `xml`: each line is a document in that format.
         placeholders: give placeholders back exactly, once each.
+        glossary: terms to write into the translations; None: none.
     """
 
     input: Path
@@ -77,6 +87,7 @@ class JobConfig:
     resume: bool = False
     document_format: str | None = None
     placeholders: bool = True
+    glossary: Glossary | None = None
 
     def __post_init__(self) -> None:
         if self.document_format is not None and self.document_format not in DOCUMENT_FORMATS:
@@ -103,9 +114,11 @@ class JobResult:
 
 
 def translate_window(sources: list[SourceLine], engine: Engine, *,
-                     with_alignment: bool = False, placeholders: bool = True) -> list[dict]:
+                     with_alignment: bool = False, placeholders: bool = True,
+                     glossary: Glossary | None = None) -> list[dict]:
     """Records for a window of lines, in input order (translated sorted by length); with
-    `placeholders`, each comes back exactly (`nmt.documents.protection`)."""
+    `placeholders`, each comes back exactly (`nmt.documents.protection`); with a
+    `glossary`, its terms are written in and listed (`applied_terms`)."""
     todo = sorted((s for s in sources if s.error is None), key=lambda s: len(s.text))
     protected = protect([s.text for s in todo], placeholders)
     results = protected.restore(translate_or_explain(engine, protected.sentences))
@@ -114,22 +127,25 @@ def translate_window(sources: list[SourceLine], engine: Engine, *,
         if isinstance(result, str):
             records[source.line] = error_record(source, result)
         else:
+            if glossary is not None:
+                result = apply_glossary(result, glossary)[0]
             records[source.line] = translation_record(
                 source, result, with_alignment=with_alignment,
-                max_source_tokens=engine.max_source_tokens)
+                max_source_tokens=engine.max_source_tokens, glossary=glossary is not None)
     return [records.get(s.line) or error_record(s) for s in sources]
 
 
 def translate_documents_window(sources: list[SourceLine], engine: Engine, format: str, *,
-                               with_alignment: bool = False,
-                               placeholders: bool = True) -> list[dict]:
+                               with_alignment: bool = False, placeholders: bool = True,
+                               glossary: Glossary | None = None) -> list[dict]:
     """Records for a window of documents, in input order.
 
     The sentences of all the window's documents are translated together,
     sorted by length (a sentence found twice, once); a document with a
     sentence the engine rejects, or with malformed markup, is an error
     record saying which. With `placeholders`, each document's plan takes
-    them out and puts them back.
+    them out and puts them back; with a `glossary`, its terms are written
+    into each sentence before the document is joined.
     """
     plans, records = {}, {}
     for source in sources:
@@ -152,9 +168,10 @@ def translate_documents_window(sources: list[SourceLine], engine: Engine, format
         if failed is not None:
             records[source.line] = error_record(source, f"sentence {failed + 1}: {done[failed]}")
             continue
-        [document] = join_documents([plan], done)
+        [document] = apply_glossary_to_documents([plan], done, glossary)
         records[source.line] = document_record(source, document, with_alignment=with_alignment,
-                                                max_source_tokens=engine.max_source_tokens)
+                                                max_source_tokens=engine.max_source_tokens,
+                                                glossary=glossary is not None)
     return [records.get(s.line) or error_record(s) for s in sources]
 
 
@@ -172,7 +189,16 @@ def fingerprint(config: JobConfig, engine: Engine) -> dict:
     }
     if config.document_format is not None:  # absent otherwise: older checkpoints still resume
         facts["document_format"] = config.document_format
+    if config.glossary is not None:  # likewise
+        facts["glossary"] = glossary_digest(config.glossary)
     return json.loads(json.dumps(facts))  # the form it takes once saved (lists, not tuples)
+
+
+def glossary_digest(glossary: Glossary) -> str:
+    """What decides a glossary's effect (its entries and matching), as a short hash."""
+    facts = [[e.source, e.target] for e in glossary.entries]
+    text = json.dumps([facts, glossary.exact_case, glossary.inflect], ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _check_same_job(saved: dict, current: dict, path: Path) -> None:
@@ -249,12 +275,13 @@ def run_job(config: JobConfig, engine: Engine,
                 if config.document_format is None:
                     records = translate_window(sources, engine,
                                                with_alignment=config.with_alignment,
-                                               placeholders=config.placeholders)
+                                               placeholders=config.placeholders,
+                                               glossary=config.glossary)
                 else:
                     records = translate_documents_window(
                         sources, engine, config.document_format,
                         with_alignment=config.with_alignment,
-                        placeholders=config.placeholders)
+                        placeholders=config.placeholders, glossary=config.glossary)
                 checkpoint = _commit(out, checkpoint, records, config, sources[-1].line)
                 if on_progress is not None:
                     on_progress(len(sources), checkpoint.lines)

@@ -52,6 +52,39 @@ def add_placeholders_option(parser: argparse.ArgumentParser) -> None:
                              "(default); --no-placeholders lets the model read them as text")
 
 
+def add_glossary_options(parser: argparse.ArgumentParser) -> None:
+    """Adds `--glossary FILE` and `--glossary-exact-case`."""
+    parser.add_argument("--glossary", metavar="FILE",
+                        help="write these terms in the translations: TSV (source<TAB>target) "
+                             "or .csv; an entry whose target is its source is not translated; "
+                             "records list the terms applied (docs/glossaries.md)")
+    parser.add_argument("--glossary-exact-case", action="store_true",
+                        help="apply the glossary's terms only where written in the same case")
+
+
+def read_glossary(args: argparse.Namespace, read_bytes=None):
+    """The `--glossary` file as an `nmt.documents.glossary.Glossary`, or None without one.
+
+    Args:
+        args: parsed with `add_glossary_options`.
+        read_bytes: `path -> bytes` (the Beam pipeline reads any Beam
+            filesystem); None: a local file.
+
+    Raises:
+        GlossaryError: a row is bad (the message names the line), or there is none.
+        ValueError: `--glossary-exact-case` without `--glossary`.
+    """
+    from nmt.documents.glossary import Glossary
+
+    if args.glossary is None:
+        if args.glossary_exact_case:
+            raise ValueError("--glossary-exact-case goes with --glossary FILE")
+        return None
+    data = Path(args.glossary).read_bytes() if read_bytes is None else read_bytes(args.glossary)
+    format = "csv" if str(args.glossary).lower().endswith(".csv") else "tsv"
+    return Glossary.parse(data, format, str(args.glossary), exact_case=args.glossary_exact_case)
+
+
 def input_format(args: argparse.Namespace, path: str | Path) -> InputFormat:
     """The `InputFormat` of arguments parsed with `add_input_options`, for the file `path`.
 

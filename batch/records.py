@@ -25,6 +25,18 @@ included):
      "target_span": [0, 25], "source": "Click Save.", "translation": "...",
      "score": -0.31, "word_alignment": "0-0 1-1", "error": null}, ...], "error": null}
 
+With a glossary (`--glossary`) every translated record has `applied_terms`:
+the terms written into the best translation, each with the entry's source,
+the text written, its character spans (`[start, end)`, end excluded) on
+`source` and on `translation`, and how it was placed:
+
+    "applied_terms": [{"source": "face mask", "target": "masque",
+                       "source_span": [9, 19], "target_span": [12, 18],
+                       "placement": "aligned"}]
+
+(a document's spans are on the document's line and translation; its
+sentences' on theirs). Records without a glossary are as before.
+
 A document none of whose sentences could be translated whole is an error
 record (its `error` names the sentence). Floats are rounded to
 `DECIMALS` places: the last bits of float32 results can depend on how
@@ -39,7 +51,7 @@ import math
 import numpy as np
 
 from batch.readers import SourceLine
-from nmt.types import DocumentTranslation, Translation, format_char_links
+from nmt.types import AppliedTerm, DocumentTranslation, Translation, format_char_links
 
 DECIMALS = 4
 OUTPUT_FORMATS = ("jsonl", "text")
@@ -76,7 +88,8 @@ def truncation_error(translation: Translation, max_source_tokens: int | None) ->
 
 
 def translation_record(source: SourceLine, translation: Translation, *,
-                       with_alignment: bool = False, max_source_tokens: int | None = None) -> dict:
+                       with_alignment: bool = False, max_source_tokens: int | None = None,
+                       glossary: bool = False) -> dict:
     """The record of a translated line (an error record if its source was truncated).
 
     Args:
@@ -84,6 +97,8 @@ def translation_record(source: SourceLine, translation: Translation, *,
         translation: its translation.
         with_alignment: add subword tokens and the `(T, S)` attention matrix.
         max_source_tokens: the model's source limit (with EOS), if known.
+        glossary: the job has a glossary: add `applied_terms` (the best
+            hypothesis's, maybe none).
     """
     error = truncation_error(translation, max_source_tokens)
     if error is not None:
@@ -104,18 +119,28 @@ def translation_record(source: SourceLine, translation: Translation, *,
     if len(translation.nbest) > 1:
         record["nbest"] = [{"translation": h.text, "score": _round(h.score),
                             "confidence": _round(h.confidence)} for h in translation.nbest]
+    if glossary:
+        record["applied_terms"] = terms_record(best.applied_terms)
     record["error"] = None
     return record
 
 
+def terms_record(terms: tuple[AppliedTerm, ...]) -> list[dict]:
+    """Applied glossary terms as JSON-ready dicts (spans as `[start, end]` lists)."""
+    return [{"source": t.source, "target": t.target, "source_span": list(t.source_span),
+             "target_span": list(t.target_span), "placement": t.placement} for t in terms]
+
+
 def document_record(source: SourceLine, document: DocumentTranslation, *,
-                    with_alignment: bool = False, max_source_tokens: int | None = None) -> dict:
+                    with_alignment: bool = False, max_source_tokens: int | None = None,
+                    glossary: bool = False) -> dict:
     """The record of a translated document (an error record if a sentence was truncated).
 
     Args:
         source: the input line (one document).
         document: its translation; each sentence's `result` a `Translation`.
-        with_alignment / max_source_tokens: as for `translation_record`, per sentence.
+        with_alignment / max_source_tokens / glossary: as for `translation_record`,
+            per sentence; `glossary` adds the document's `applied_terms` too.
     """
     sentences = []
     for i, sentence in enumerate(document.sentences):
@@ -123,13 +148,16 @@ def document_record(source: SourceLine, document: DocumentTranslation, *,
         if error is not None:
             return error_record(source, f"sentence {i + 1}: {error}")
         record = translation_record(SourceLine(source.line, sentence.result.source),
-                                    sentence.result, with_alignment=with_alignment)
+                                    sentence.result, with_alignment=with_alignment,
+                                    glossary=glossary)
         del record["line"]
         sentences.append({"source_span": list(sentence.source_span),
                           "target_span": list(sentence.target_span), **record})
-    return {"line": source.line, "source": source.text, "translation": document.text,
-            "char_alignment": format_char_links(document.link_spans), "sentences": sentences,
-            "error": None}
+    record = {"line": source.line, "source": source.text, "translation": document.text,
+              "char_alignment": format_char_links(document.link_spans), "sentences": sentences}
+    if glossary:
+        record["applied_terms"] = terms_record(document.applied_terms)
+    return {**record, "error": None}
 
 
 def format_record(record: dict, output_format: str) -> str:

@@ -137,6 +137,27 @@ def dataclass_from_dict(cls: type[_Dataclass], values: Mapping[str, Any] | None,
 
 
 @dataclasses.dataclass(frozen=True)
+class AppliedTerm:
+    """A glossary entry written into a translation (`nmt.documents.terminology`).
+
+    Attributes:
+        source: the entry's source term, as written in the glossary.
+        target: the text written for it (the entry's target, maybe in the
+            plural), `translation[target_span[0]:target_span[1]]`.
+        source_span: `(start, end)` of the term in the source.
+        target_span: `(start, end)` of what was written in the translation.
+        placement: how its place was found: `found`, `aligned`, `neighbour`
+            or `copied` (`nmt.documents.terminology.PLACEMENTS`).
+    """
+
+    source: str
+    target: str
+    source_span: Span
+    target_span: Span
+    placement: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Hypothesis:
     """One candidate translation of a sentence.
 
@@ -167,6 +188,9 @@ class Hypothesis:
             the search kept them, see `nmt.inference.confidence`).
         piece_scores: per target piece, its log-probability given the source
             and the pieces before it, shape `(T,)`; None as `word_scores`.
+        applied_terms: the glossary terms written into `text`, in source
+            order (`nmt.documents.terminology.apply_glossary`); () without a
+            glossary.
     """
 
     text: str
@@ -179,6 +203,7 @@ class Hypothesis:
     confidence: float | None = None
     word_scores: np.ndarray | None = None
     piece_scores: np.ndarray | None = None
+    applied_terms: tuple[AppliedTerm, ...] = ()
 
     def pharaoh(self) -> str:
         """Word links in Pharaoh format, e.g. `"0-0 1-2"`."""
@@ -262,12 +287,17 @@ class DocumentTranslation:
         link_spans: every word link as `(source_span, target_span)`: the
             source word's characters in `source`, the target word's in `text`
             (see `nmt.documents.offsets`).
+        applied_terms: the glossary terms written into the best translation
+            of every sentence, source spans on `source`, target spans on `text`
+            (`nmt.documents.terminology.apply_glossary_to_documents`); () without
+            a glossary.
     """
 
     source: str
     text: str
     sentences: tuple[TranslatedSentence, ...]
     link_spans: tuple[SpanLink, ...] = ()
+    applied_terms: tuple[AppliedTerm, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,6 +14,9 @@ alignment matrices as NumPy arrays) and need neither TensorFlow nor a model:
         [tagged] = client.align_documents(["Click <b>Save</b>."], ["Cliquez sur Enregistrer."],
                                           "html")
         tagged.text  # "Cliquez sur <b>Enregistrer</b>."
+        [t] = client.translate(["Wear a face mask."], glossary=[("face mask", "masque")])
+        t.best.applied_terms  # (AppliedTerm(source="face mask", target="masque", ...),)
+        client.translate(["..."], glossary="medical")   # a server glossary (list_glossaries())
 
 Errors are `grpc.RpcError`s: `error.code()` is the status (INVALID_ARGUMENT,
 RESOURCE_EXHAUSTED, UNAVAILABLE, ...) and `error.details()` says what to change.
@@ -24,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Sequence
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -53,13 +57,29 @@ DOCUMENT_FORMATS = {name.removeprefix("TEXT_FORMAT_").lower(): value
                     for name, value in pb2.TextFormat.items() if value}
 
 
+# What `glossary=` takes: a server glossary's name, entries ((source, target) pairs,
+# {"source", "target"} mappings, an `nmt.documents.glossary.Glossary`), or a `Glossary` message.
+GlossaryArg = str | Iterable[Any] | Any
+
+
 def _request(sentences: list[str], options: DecodeOptions | None, request_id: str = "",
-             format: str | None = None, keep_placeholders: bool = True, **view):
+             format: str | None = None, keep_placeholders: bool = True,
+             glossary: GlossaryArg | None = None, glossary_exact_case: bool | None = None,
+             **view):
     # Set only when off: a request that keeps them is the same bytes as before the field.
     given = {} if keep_placeholders else {"keep_placeholders": False}
+    if glossary is not None:  # likewise: a request without one is the same bytes as before
+        given["glossary"] = convert.glossary_to_proto(glossary, glossary_exact_case)
     return pb2.TranslateRequest(
         sentences=sentences, options=convert.options_to_proto(options),
         request_id=request_id, format=_text_format(format), **given, **_view(**view))
+
+
+def _glossary_fields(glossary: GlossaryArg | None, exact_case: bool | None) -> dict:
+    """`_request`'s glossary arguments, the message built once (a stream sends it each time)."""
+    if glossary is None:
+        return {}
+    return {"glossary": convert.glossary_to_proto(glossary, exact_case)}
 
 
 def _text_format(format: str | None) -> int:
@@ -106,7 +126,8 @@ class TranslationClient:
     def translate(self, sentences: Sequence[str], options: DecodeOptions | None = None, *,
                   with_alignment: bool = True, with_attention: bool = False,
                   links: str | None = None, link_threshold: float | None = None,
-                  keep_placeholders: bool = True) -> list[Translation]:
+                  keep_placeholders: bool = True, glossary: GlossaryArg | None = None,
+                  glossary_exact_case: bool | None = None) -> list[Translation]:
         """Translates sentences in one request.
 
         Args:
@@ -122,14 +143,31 @@ class TranslationClient:
             keep_placeholders: give placeholders (`%s`, `{0}`, `&amp;`...) back
                 exactly, once each (`TranslateRequest.keep_placeholders`); False
                 lets the model read them as text.
+            glossary: terms to write into the translations
+                (`TranslateRequest.glossary`, docs/glossaries.md): a server
+                glossary's name (`list_glossaries`), `(source, target)` pairs or
+                `{"source": ..., "target": ...}` mappings (at most the server's
+                `max_glossary_entries`), an `nmt.documents.glossary.Glossary`
+                (e.g. `Glossary.read("terms.tsv")`), or a `Glossary` message
+                (entries and a name together). None: no glossary.
+            glossary_exact_case: match terms only as written; None: the
+                glossary's own `exact_case` (a `Glossary`'s), else False.
 
         Returns:
-            One `Translation` per sentence, in order.
+            One `Translation` per sentence, in order; with a glossary each
+            hypothesis's `applied_terms` says which terms were written where.
+
+        Raises:
+            TypeError: `glossary` is none of the above.
+            grpc.RpcError: NOT_FOUND for a glossary name the server does not
+                have; INVALID_ARGUMENT for a bad entry (the details number it);
+                RESOURCE_EXHAUSTED over a limit.
         """
         sentences = sentence_list(sentences)
         request = _request(sentences, options, with_alignment=with_alignment,
                            with_attention=with_attention, links=links,
-                           link_threshold=link_threshold, keep_placeholders=keep_placeholders)
+                           link_threshold=link_threshold, keep_placeholders=keep_placeholders,
+                           glossary=glossary, glossary_exact_case=glossary_exact_case)
         response = self._stub.Translate(request,
                                         timeout=self.timeout, metadata=self._metadata)
         return convert.translations_from_response(response, sentences)
@@ -138,7 +176,10 @@ class TranslationClient:
                             options: DecodeOptions | None = None, *,
                             with_alignment: bool = True, with_attention: bool = False,
                             links: str | None = None, link_threshold: float | None = None,
-                            keep_placeholders: bool = True) -> list[DocumentTranslation]:
+                            keep_placeholders: bool = True,
+                            glossary: GlossaryArg | None = None,
+                            glossary_exact_case: bool | None = None
+                            ) -> list[DocumentTranslation]:
         """Translates documents (paragraphs, HTML or XML) in one request.
 
         Each document is split into sentences on the server; its sentences
@@ -151,15 +192,17 @@ class TranslationClient:
             format: `text` (plain text: sentences and paragraphs), `html` or
                 `xml` (inline tags carried across through the word links).
             options / with_alignment / with_attention / links /
-                link_threshold / keep_placeholders: as for `translate`, for
-                every sentence.
+                link_threshold / keep_placeholders / glossary /
+                glossary_exact_case: as for `translate`, for every sentence.
 
         Returns:
             One `DocumentTranslation` per document, in order: `text` is the
             translated document; per sentence its `source_span` (in the
             document as given), `target_span` (in `text`) and `result` (a
             `Translation` of the sentence as the model read it); `link_spans`
-            the word links as character spans.
+            the word links as character spans; with a glossary,
+            `applied_terms` the terms written, as spans on the document and
+            on `text`.
 
         Raises:
             ValueError: `format` is not text, html or xml.
@@ -170,15 +213,18 @@ class TranslationClient:
         documents = sentence_list(documents, "documents")
         request = _request(documents, options, format=format, with_alignment=with_alignment,
                            with_attention=with_attention, links=links,
-                           link_threshold=link_threshold, keep_placeholders=keep_placeholders)
+                           link_threshold=link_threshold, keep_placeholders=keep_placeholders,
+                           glossary=glossary, glossary_exact_case=glossary_exact_case)
         response = self._stub.Translate(request, timeout=self.timeout, metadata=self._metadata)
         return convert.documents_from_response(response, documents)
 
     def translate_stream(self, batches: Iterable[Sequence[str]],
                          options: DecodeOptions | None = None, *,
-                         keep_placeholders: bool = True) -> Iterator[list[Translation]]:
-        """Translates batches over one `TranslateStream` call (`keep_placeholders` as for
-        `translate`).
+                         keep_placeholders: bool = True, glossary: GlossaryArg | None = None,
+                         glossary_exact_case: bool | None = None
+                         ) -> Iterator[list[Translation]]:
+        """Translates batches over one `TranslateStream` call (`keep_placeholders`,
+        `glossary` and `glossary_exact_case` as for `translate`, sent with every batch).
 
         Yields:
             One list of translations per input batch, in input order. The
@@ -186,12 +232,13 @@ class TranslationClient:
             (lazy) iterable.
         """
         sent: dict[int, list[str]] = {}
+        given = _glossary_fields(glossary, glossary_exact_case)
 
         def requests():
             for index, batch in enumerate(batches):
                 sent[index] = sentence_list(batch)
                 yield _request(sent[index], options, request_id=str(index),
-                               keep_placeholders=keep_placeholders)
+                               keep_placeholders=keep_placeholders, **given)
 
         responses = self._stub.TranslateStream(requests(), timeout=self.timeout,
                                                metadata=self._metadata)
@@ -280,6 +327,13 @@ class TranslationClient:
                                            metadata=self._metadata)
         return convert.model_info_from_proto(response)
 
+    def list_glossaries(self) -> list[dict]:
+        """The server's named glossaries: per glossary its `name` (for `glossary=`),
+        `entries`, `loaded_at` (RFC 3339, UTC) and `file`; [] when it has none."""
+        response = self._stub.ListGlossaries(pb2.ListGlossariesRequest(), timeout=self.timeout,
+                                             metadata=self._metadata)
+        return convert.glossaries_from_proto(response)
+
     def default_options(self) -> DecodeOptions:
         """The served model's decoding for requests that set no options (its recommended
         decoding, e.g. greedy for a distilled model; `DecodeOptions()` from an older
@@ -330,12 +384,14 @@ class AsyncTranslationClient:
     async def translate(self, sentences: Sequence[str], options: DecodeOptions | None = None,
                         *, with_alignment: bool = True, with_attention: bool = False,
                         links: str | None = None, link_threshold: float | None = None,
-                        keep_placeholders: bool = True) -> list[Translation]:
+                        keep_placeholders: bool = True, glossary: GlossaryArg | None = None,
+                        glossary_exact_case: bool | None = None) -> list[Translation]:
         """See `TranslationClient.translate`."""
         sentences = sentence_list(sentences)
         request = _request(sentences, options, with_alignment=with_alignment,
                            with_attention=with_attention, links=links,
-                           link_threshold=link_threshold, keep_placeholders=keep_placeholders)
+                           link_threshold=link_threshold, keep_placeholders=keep_placeholders,
+                           glossary=glossary, glossary_exact_case=glossary_exact_case)
         response = await self._stub.Translate(request,
                                               timeout=self.timeout, metadata=self._metadata)
         return convert.translations_from_response(response, sentences)
@@ -344,12 +400,16 @@ class AsyncTranslationClient:
                                   options: DecodeOptions | None = None, *,
                                   with_alignment: bool = True, with_attention: bool = False,
                                   links: str | None = None, link_threshold: float | None = None,
-                                  keep_placeholders: bool = True) -> list[DocumentTranslation]:
+                                  keep_placeholders: bool = True,
+                                  glossary: GlossaryArg | None = None,
+                                  glossary_exact_case: bool | None = None
+                                  ) -> list[DocumentTranslation]:
         """See `TranslationClient.translate_documents`."""
         documents = sentence_list(documents, "documents")
         request = _request(documents, options, format=format, with_alignment=with_alignment,
                            with_attention=with_attention, links=links,
-                           link_threshold=link_threshold, keep_placeholders=keep_placeholders)
+                           link_threshold=link_threshold, keep_placeholders=keep_placeholders,
+                           glossary=glossary, glossary_exact_case=glossary_exact_case)
         response = await self._stub.Translate(request, timeout=self.timeout,
                                               metadata=self._metadata)
         return convert.documents_from_response(response, documents)
@@ -357,16 +417,18 @@ class AsyncTranslationClient:
     async def translate_stream(
         self, batches: Iterable[Sequence[str]] | AsyncIterable[Sequence[str]],
         options: DecodeOptions | None = None, *, keep_placeholders: bool = True,
+        glossary: GlossaryArg | None = None, glossary_exact_case: bool | None = None,
     ) -> AsyncIterator[list[Translation]]:
         """See `TranslationClient.translate_stream`."""
         sent: dict[int, list[str]] = {}
+        given = _glossary_fields(glossary, glossary_exact_case)
 
         async def requests():
             index = 0
             async for batch in _aiter(batches):
                 sent[index] = sentence_list(batch)
                 yield _request(sent[index], options, request_id=str(index),
-                               keep_placeholders=keep_placeholders)
+                               keep_placeholders=keep_placeholders, **given)
                 index += 1
 
         call = self._stub.TranslateStream(requests(), timeout=self.timeout,
@@ -407,6 +469,12 @@ class AsyncTranslationClient:
         response = await self._stub.GetModelInfo(pb2.GetModelInfoRequest(),
                                                  timeout=self.timeout, metadata=self._metadata)
         return convert.model_info_from_proto(response)
+
+    async def list_glossaries(self) -> list[dict]:
+        """See `TranslationClient.list_glossaries`."""
+        response = await self._stub.ListGlossaries(pb2.ListGlossariesRequest(),
+                                                   timeout=self.timeout, metadata=self._metadata)
+        return convert.glossaries_from_proto(response)
 
     async def default_options(self) -> DecodeOptions:
         """See `TranslationClient.default_options`."""

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from nmt.types import (
+    AppliedTerm,
     DecodeOptions,
     DocumentTranslation,
     Hypothesis,
@@ -26,6 +27,10 @@ from nmt_api import protos
 
 pb2, _ = protos.load()
 _OPTION_NAMES = tuple(field.name for field in dataclasses.fields(DecodeOptions))
+# `AppliedTerm.placement` <-> `TermPlacement`: "aligned" <-> TERM_PLACEMENT_ALIGNED, ...
+_PLACEMENTS = {name.removeprefix("TERM_PLACEMENT_").lower(): value
+               for name, value in pb2.TermPlacement.items() if value}
+_PLACEMENT_NAMES = {value: name for name, value in _PLACEMENTS.items()}
 
 
 # --- types -> proto (server side) ------------------------------------------------------------
@@ -51,7 +56,15 @@ def hypothesis_to_proto(hypothesis: Hypothesis, with_alignment: bool,
         word_alignment=hypothesis.pharaoh(),
         attention=_rows(attention) if with_attention else [],
         confidence=hypothesis.confidence,
-        word_scores=_values(hypothesis.word_scores), piece_scores=_values(hypothesis.piece_scores))
+        word_scores=_values(hypothesis.word_scores), piece_scores=_values(hypothesis.piece_scores),
+        applied_terms=_terms_to_proto(hypothesis.applied_terms))
+
+
+def _terms_to_proto(terms: Sequence[AppliedTerm]) -> list:
+    return [pb2.AppliedTerm(source=t.source, target=t.target, source_start=t.source_span[0],
+                            source_end=t.source_span[1], target_start=t.target_span[0],
+                            target_end=t.target_span[1], placement=_PLACEMENTS[t.placement])
+            for t in terms]
 
 
 def _values(vector: np.ndarray | None) -> list[float]:
@@ -77,7 +90,8 @@ def document_to_proto(document: DocumentTranslation, with_alignment: bool = True
             sentence=s.result.source,
             translation=translation_to_proto(s.result, with_alignment, with_attention))
             for s in document.sentences],
-        char_alignment=format_char_links(document.link_spans))
+        char_alignment=format_char_links(document.link_spans),
+        applied_terms=_terms_to_proto(document.applied_terms))
 
 
 def model_info_to_proto(info, limits):
@@ -136,7 +150,15 @@ def hypothesis_from_proto(message, source_length: int) -> Hypothesis:
         word_alignment=parse_pharaoh(message.word_alignment),
         attention=_matrix(message.attention, source_length) if message.attention else None,
         confidence=message.confidence if message.HasField("confidence") else None,
-        word_scores=_vector(message.word_scores), piece_scores=_vector(message.piece_scores))
+        word_scores=_vector(message.word_scores), piece_scores=_vector(message.piece_scores),
+        applied_terms=_terms_from_proto(message.applied_terms))
+
+
+def _terms_from_proto(messages) -> tuple[AppliedTerm, ...]:
+    """`AppliedTerm`s; a placement this client does not know reads as `""`."""
+    return tuple(AppliedTerm(m.source, m.target, (m.source_start, m.source_end),
+                             (m.target_start, m.target_end),
+                             _PLACEMENT_NAMES.get(m.placement, "")) for m in messages)
 
 
 def _vector(values) -> np.ndarray | None:
@@ -187,7 +209,8 @@ def document_from_proto(message, source: str) -> DocumentTranslation:
                            translation_from_proto(s.translation, s.sentence))
         for s in message.sentences)
     return DocumentTranslation(source=source, text=message.text, sentences=sentences,
-                               link_spans=parse_char_links(message.char_alignment))
+                               link_spans=parse_char_links(message.char_alignment),
+                               applied_terms=_terms_from_proto(message.applied_terms))
 
 
 def model_info_from_proto(message) -> dict:
@@ -215,5 +238,57 @@ def model_info_from_proto(message) -> dict:
             "max_chars": message.limits.max_chars,
             "max_message_bytes": message.limits.max_message_bytes,
             "max_beam_size": message.limits.max_beam_size,
+            "max_glossary_entries": message.limits.max_glossary_entries,
         },
     }
+
+
+def glossaries_from_proto(message) -> list[dict]:
+    """`ListGlossariesResponse` as plain dicts: `name`, `entries`, `loaded_at` (RFC 3339),
+    `file`."""
+    return [{"name": g.name, "entries": g.entries, "loaded_at": g.loaded_at, "file": g.file}
+            for g in message.glossaries]
+
+
+def glossary_to_proto(glossary, exact_case: bool | None = None) -> object:
+    """A `Glossary` message from what a client is given (see `nmt_api.client`):
+
+    - a name (`str`): a server glossary, `glossary_id`;
+    - entries: `(source, target)` pairs, `{"source": ..., "target": ...}` mappings,
+      or anything with `entries` (and `exact_case`), e.g. an
+      `nmt.documents.glossary.Glossary`;
+    - a `Glossary` message (inline entries and a name together), as it is.
+
+    Args:
+        glossary: one of the above.
+        exact_case: match terms only as written; None: the glossary's own
+            `exact_case` if it has one, else False.
+
+    Raises:
+        TypeError: `glossary` or one of its entries is none of these.
+    """
+    if isinstance(glossary, pb2.Glossary):
+        return glossary
+    if exact_case is None:
+        exact_case = bool(getattr(glossary, "exact_case", False))
+    if isinstance(glossary, str):
+        return pb2.Glossary(glossary_id=glossary, exact_case=exact_case)
+    entries = getattr(glossary, "entries", glossary)
+    if isinstance(entries, Mapping | bytes) or not isinstance(entries, Iterable):
+        raise TypeError("glossary must be a server glossary's name, (source, target) pairs, "
+                        f"or a Glossary. Received: {type(glossary).__name__}")
+    messages = []
+    for number, entry in enumerate(entries, start=1):
+        if isinstance(entry, Mapping):
+            pair = (entry.get("source"), entry.get("target"))
+        elif hasattr(entry, "source") and hasattr(entry, "target"):
+            pair = (entry.source, entry.target)
+        elif isinstance(entry, Sequence) and not isinstance(entry, str):
+            pair = tuple(entry)
+        else:
+            pair = ()
+        if len(pair) != 2 or not all(isinstance(term, str) for term in pair):
+            raise TypeError(f"glossary entry {number} must be a (source, target) pair of "
+                            f"strings. Received: {entry!r}")
+        messages.append(pb2.GlossaryEntry(source=pair[0], target=pair[1]))
+    return pb2.Glossary(entries=messages, exact_case=exact_case)

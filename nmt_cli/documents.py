@@ -2,7 +2,9 @@
 
 Each input line is one document (or one pair); each gives one output line,
 blank lines included. All sentences of a batch of lines go to the model in
-one call.
+one call. A glossary (`--glossary`) is applied to each sentence before the
+document is joined (`nmt.documents.glossary_documents`): here in-process, by
+the server with `--server`.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
+from nmt.documents.glossary_documents import apply_glossary_to_documents
 from nmt.documents.markup import DOCUMENT_FORMATS, plan_document, plan_projection
 from nmt.documents.sentences import join_documents, sentences_of
 from nmt.options import client_decode_options, decode_options
@@ -25,7 +28,7 @@ def plans_for(lines: Sequence[str], format: str, placeholders: bool = True) -> l
 
 def translate_lines(lines: Sequence[str], format: str,
                     translate: Callable[[list[str]], Sequence], batch_size: int = 64,
-                    placeholders: bool = True) -> Iterator[str]:
+                    placeholders: bool = True, glossary=None) -> Iterator[str]:
     """Each line translated as one document, in order.
 
     Args:
@@ -34,6 +37,8 @@ def translate_lines(lines: Sequence[str], format: str,
         translate: sentences -> results with `.text` and `.word_alignment`.
         batch_size: documents per translator call.
         placeholders: give placeholders back exactly (`nmt.documents.placeholders`).
+        glossary: an `nmt.documents.glossary.Glossary` to apply to each sentence's
+            result; None when there is none, or `translate` applies it (a server).
 
     Yields:
         One translated line per input line.
@@ -47,7 +52,7 @@ def translate_lines(lines: Sequence[str], format: str,
         plans = _numbered(lambda part: plans_for(part, format, placeholders), chunk, start)
         sentences = sentences_of(plans)
         results = list(translate(sentences)) if sentences else []
-        for document in join_documents(plans, results):
+        for document in apply_glossary_to_documents(plans, results, glossary):
             yield document.text
 
 
@@ -89,20 +94,23 @@ def project_lines(pairs: Sequence[tuple[str, str]], format: str,
             yield document.text
 
 
-def translate_command(args) -> int:
-    """`nmt translate --format ...`: arguments or stdin lines, one document each."""
+def translate_command(args, glossary=None) -> int:
+    """`nmt translate --format ...`: arguments or stdin lines, one document each
+    (`glossary`: the `--glossary` file read, or None)."""
     lines = args.sentences or [line.rstrip("\r\n") for line in sys.stdin]
     if args.alignment or args.plot:
         raise ValueError("--alignment and --plot work on sentences: drop them, or --format")
     if args.server:
         from nmt_api.client import TranslationClient
+        from nmt_cli.main import server_glossary
 
+        given = server_glossary(args, glossary)  # applied by the server, to each sentence
         with TranslationClient(args.server) as client:
             options = client_decode_options(args, client)
             # The plans took the placeholders out already: the server reads what they give.
             for line in translate_lines(
                     lines, args.format,
-                    lambda s: client.translate(s, options, keep_placeholders=False),
+                    lambda s: client.translate(s, options, keep_placeholders=False, **given),
                     placeholders=args.placeholders):
                 print(line)
         return 0
@@ -111,7 +119,7 @@ def translate_command(args) -> int:
     translator = Translator.load(args.model, args.precision)
     options = decode_options(args, translator.info.default_options)
     for line in translate_lines(lines, args.format, lambda s: translator.translate(s, options),
-                                placeholders=args.placeholders):
+                                placeholders=args.placeholders, glossary=glossary):
         print(line)
     return 0
 

@@ -30,6 +30,7 @@ COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
     "align-corpus": ("train", "align"),
     "distill": ("batch", "train", "align"),
     "export": ("train",),
+    "keys": (),  # the keys file is JSON, written with the standard library
 }
 # Commands that also work through a running server (`--server HOST:PORT`), client only.
 SERVER_COMMANDS = ("translate", "align", "batch")

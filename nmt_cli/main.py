@@ -24,6 +24,7 @@ from nmt.options import (
 )
 from nmt_cli.extras import missing_extra_message
 from nmt_cli.files import add_translate_file_parser
+from nmt_cli.keys import add_keys_parser
 from serving.cli import add_serve_parser
 from training.corpus.cli import add_corpus_parser
 from training.distill import add_distill_parser
@@ -197,6 +198,16 @@ def _add_translate(sub) -> None:
                    help="give placeholders (%%s, %%1$s, {0}, {name}, &amp;) back exactly, once "
                         "each, where the word links put them (default); --no-placeholders lets "
                         "the model read them as text (docs/documents.md)")
+    p.add_argument("--glossary", metavar="FILE",
+                   help="write these terms in the translations: a TSV (source<TAB>target) "
+                        "or .csv file; an entry whose target is its source is not translated "
+                        "(docs/glossaries.md); with --server the server applies it; "
+                        "--alignment lists the terms applied")
+    p.add_argument("--glossary-id", metavar="NAME",
+                   help="with --server: a glossary of the server (nmt serve --glossaries), by "
+                        "name; with --glossary too, the file's entries take precedence")
+    p.add_argument("--glossary-exact-case", action="store_true",
+                   help="apply the glossary's terms only where written in the same case")
     add_decode_options(p)
     add_precision_option(p)
     _add_link_options(p)
@@ -223,10 +234,11 @@ def _link_options(args) -> dict:
 
 def _translate(args) -> int:
     local_precision(args)  # refuses a path with --server
+    glossary = _glossary(args)
     if args.format != "sentences":  # documents: nmt_cli/documents.py
         from nmt_cli.documents import translate_command
 
-        return translate_command(args)
+        return translate_command(args, glossary)
     sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin]
     sentences = [s for s in sentences if s.strip()]
     if not sentences:
@@ -237,7 +249,7 @@ def _translate(args) -> int:
         with TranslationClient(args.server) as client:
             results = client.translate(sentences, client_decode_options(args, client),
                                        keep_placeholders=args.placeholders,
-                                       **_link_options(args))
+                                       **_link_options(args), **server_glossary(args, glossary))
     else:
         from nmt.documents.protection import translate_protected
         from nmt.inference.translator import Translator
@@ -247,6 +259,10 @@ def _translate(args) -> int:
         results = translate_protected(
             sentences, lambda read: translator.translate(read, options, **_link_options(args)),
             enabled=args.placeholders)
+        if glossary is not None:
+            from nmt.documents.terminology import apply_glossary
+
+            results = [apply_glossary(r, glossary)[0] for r in results]
     _print_translations(results, args.alignment)
     if args.plot:
         from nmt.alignment.plots import save_attention_plot
@@ -254,6 +270,34 @@ def _translate(args) -> int:
         save_attention_plot(results[0], args.plot)
         print(f"attention heatmap written to {args.plot}", file=sys.stderr)
     return 0
+
+
+def _glossary(args):
+    """The `--glossary` file read (None without one); refused whole if a row is bad."""
+    if args.glossary_id is not None and not args.server:
+        raise ValueError("--glossary-id names a glossary of a server: add --server HOST:PORT, "
+                         "or give the file itself with --glossary FILE")
+    if args.glossary is None:
+        if args.glossary_exact_case and args.glossary_id is None:
+            raise ValueError("--glossary-exact-case goes with --glossary FILE (or --glossary-id)")
+        return None
+    from nmt.documents.glossary import Glossary
+
+    return Glossary.read(args.glossary, exact_case=args.glossary_exact_case)
+
+
+def server_glossary(args, glossary) -> dict:
+    """The client's `glossary=` arguments for `--glossary FILE` and `--glossary-id NAME`
+    (the server applies them); {} for neither."""
+    if glossary is None and args.glossary_id is None:
+        return {}
+    if args.glossary_id is None:
+        return {"glossary": glossary}
+    from nmt_api.convert import glossary_to_proto
+
+    message = glossary_to_proto(glossary or (), args.glossary_exact_case)
+    message.glossary_id = args.glossary_id
+    return {"glossary": message}
 
 
 def _print_translations(results, with_alignment: bool) -> None:
@@ -267,6 +311,10 @@ def _print_translations(results, with_alignment: bool) -> None:
             print(result.text)
         if with_alignment:
             print(format_alignment_table(result))
+            for term in result.best.applied_terms:
+                print(f"glossary: {term.source!r} {term.source_span[0]}:{term.source_span[1]} "
+                      f"-> {term.target!r} {term.target_span[0]}:{term.target_span[1]} "
+                      f"({term.placement})")
             print(f"pharaoh: {result.best.pharaoh()}\n")
 
 
@@ -580,6 +628,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_align_corpus(sub)
     _add_export(sub)
     _add_role_command(sub, "serve", add_serve_parser)
+    add_keys_parser(sub)
     _add_role_command(sub, "batch", add_batch_parser)
     _add_role_command(sub, "distill", add_distill_parser)
     args = parser.parse_args(argv)
@@ -598,5 +647,12 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"nmt {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except Exception as error:  # a server's answer (grpc.RpcError; grpc is not imported here)
+        code, details = getattr(error, "code", None), getattr(error, "details", None)
+        if not (callable(code) and callable(details) and hasattr(code(), "name")):
+            raise
+        print(f"nmt {args.command}: error: the server answered {code().name}: {details()}",
+              file=sys.stderr)
+        return 1
 
 

@@ -12,7 +12,9 @@ most `workers` model calls run at once, in threads, so the event loop never
 blocks; while they run, the queue fills and the next batch forms at once.
 
 Items whose request was cancelled, or whose deadline passed, are dropped
-from the queue without a model call.
+from the queue without a model call. A sentence repeated within a request is
+translated once; with a `serving.cache.TranslationCache`, a sentence already
+translated by the model version serving is answered from it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from nmt.types import DecodeOptions, Hypothesis, Translation
+from serving.cache import TranslationCache
 from serving.errors import DeadlineExpired, ModelUnavailable, QueueFull
 from serving.metrics import ServingMetrics
 
@@ -98,10 +101,16 @@ class Batcher:
         run_batch: the blocking model call (see `RunBatch`).
         config: batching settings.
         metrics: batch size, queue depth, translated and dropped counts.
+        cache: translations of sentences seen before; None translates every one.
+        version: the model version serving now (None before the first load),
+            which cached translations must have been made by.
     """
 
-    def __init__(self, run_batch: RunBatch, config: BatchingConfig, metrics: ServingMetrics):
+    def __init__(self, run_batch: RunBatch, config: BatchingConfig, metrics: ServingMetrics,
+                 cache: TranslationCache | None = None,
+                 version: Callable[[], int | None] = lambda: None):
         self._run_batch, self.config, self._metrics = run_batch, config, metrics
+        self._cache, self._version = cache, version
         self._pending: list[_Item] = []
         self._wakeup = asyncio.Event()
         self._slots = asyncio.Semaphore(config.workers)
@@ -134,16 +143,42 @@ class Batcher:
         """Translates `sentences` in shared batches.
 
         Args:
-            sentences: the request's sentences; blank ones are answered directly.
+            sentences: the request's sentences; blank ones are answered directly,
+                cached ones from the cache, repeated ones once.
             options: decoding options (only equal options share a batch).
             deadline: loop time after which queued sentences are dropped.
 
         Returns:
             `(translations, version)`: one translation per sentence, in order, and
-            the model version that produced them (None if no model call was needed).
+            the model version that produced them (None if neither the model nor
+            the cache was needed).
         """
-        blank = [not s.strip() for s in sentences]
-        return await self._submit(TRANSLATE, list(sentences), options, blank, deadline)
+        version = self._version() if self._cache is not None else None
+        results: list[Translation | None] = [None] * len(sentences)
+        positions: dict[str, list[int]] = {}  # each sentence to translate -> where it goes
+        hits = 0
+        for i, sentence in enumerate(sentences):
+            if not sentence.strip():
+                results[i] = blank_translation(sentence)
+            elif (hit := self._lookup(sentence, options, version)) is not None:
+                results[i], hits = hit, hits + 1
+            else:
+                positions.setdefault(sentence, []).append(i)
+        if not positions:
+            return results, version if hits else None
+        todo = list(positions)
+        translations, made_by = await self._submit(TRANSLATE, todo, options,
+                                                   [False] * len(todo), deadline)
+        for sentence, translation in zip(todo, translations, strict=True):
+            for i in positions[sentence]:
+                results[i] = translation
+            if self._cache is not None:
+                self._cache.put(sentence, options, made_by, translation)
+        return results, made_by
+
+    def _lookup(self, sentence: str, options: DecodeOptions, version: int | None
+                ) -> Translation | None:
+        return None if self._cache is None else self._cache.get(sentence, options, version)
 
     async def align(self, sources: Sequence[str], targets: Sequence[str],
                     deadline: float | None = None) -> tuple[list[Translation], int | None]:

@@ -21,10 +21,11 @@ DEFAULT_TOKEN_ENV = "NMT_AUTH_TOKEN"
 def add_serve_parser(sub) -> None:
     """Registers `serve` on the `nmt` command's subparsers."""
     from serving.batching import BatchingConfig
+    from serving.cache import CacheConfig
     from serving.server import DEFAULT_HTTP_PORT, DEFAULT_METRICS_PORT
     from serving.validation import Limits
 
-    batching, limits = BatchingConfig(), Limits()
+    batching, cache, limits = BatchingConfig(), CacheConfig(), Limits()
     p = sub.add_parser("serve", help="run the translation service (gRPC, HTTP/JSON and a page)",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR,
@@ -50,6 +51,14 @@ def add_serve_parser(sub) -> None:
                    help="sentences allowed to wait; more are refused (RESOURCE_EXHAUSTED)")
     g.add_argument("--workers", type=int, default=batching.workers,
                    help="model calls running at once")
+    g = p.add_argument_group("translation cache")
+    g.add_argument("--cache-entries", type=int, default=cache.max_entries,
+                   help="sentence translations kept for repeated sentences (per model version, "
+                        "least recently used evicted); 0 turns the cache off")
+    g.add_argument("--cache-mb", type=float, default=cache.max_mb,
+                   help="estimated megabytes the cached translations may hold; 0 turns the "
+                        "cache off")
+    g.add_argument("--no-cache", action="store_true", help="translate every sentence anew")
     g = p.add_argument_group("limits")
     g.add_argument("--max-sentences", type=int, default=limits.max_sentences,
                    help="sentences per request")
@@ -59,15 +68,31 @@ def add_serve_parser(sub) -> None:
                    help="size of one request message (gRPC) or body (HTTP)")
     g.add_argument("--max-beam-size", type=int, default=limits.max_beam_size,
                    help="largest beam_size a request may ask for")
+    g.add_argument("--max-glossary-entries", type=int, default=limits.max_glossary_entries,
+                   help="inline glossary entries per request (larger glossaries: --glossaries)")
+    g = p.add_argument_group("glossaries")
+    g.add_argument("--glossaries", type=Path, metavar="DIR",
+                   help="directory of named glossaries, NAME.tsv (source<TAB>target a line) or "
+                        "NAME.csv, chosen by name in requests (glossary_id) and reloaded when "
+                        "they change (every --poll-interval); see docs/glossaries.md")
     g = p.add_argument_group("operations")
     g.add_argument("--poll-interval", type=float, default=10.0,
-                   help="seconds between checks for new model versions; 0 disables them")
+                   help="seconds between checks for new model versions and changed glossaries; "
+                        "0 disables them")
     g.add_argument("--grace", type=float, default=10.0,
                    help="seconds calls in flight get to finish on SIGTERM")
     g.add_argument("--tls-cert", type=Path,
                    help="PEM certificate (enables TLS on gRPC with --tls-key; put the HTTP port "
                         "behind a reverse proxy for TLS)")
     g.add_argument("--tls-key", type=Path, help="PEM private key")
+    g.add_argument("--keys", type=Path, metavar="FILE",
+                   help="API keys with quotas, made by `nmt keys add NAME --file FILE`: every "
+                        "call needs a key of FILE (authorization: Bearer <key>, or x-api-key: "
+                        "<key>) within its limits; reloaded when it changes (every "
+                        "--poll-interval); see docs/serving.md")
+    g.add_argument("--keys-usage", type=Path, metavar="FILE",
+                   help="where the keys' usage of the day is saved, so a restart keeps it; "
+                        "unset: beside --keys (keys.usage.json for keys.json)")
     g.add_argument("--auth-token-env", default=DEFAULT_TOKEN_ENV,
                    help="environment variable holding the bearer token; auth is on when it is "
                         "set and not empty")
@@ -80,7 +105,8 @@ def add_serve_parser(sub) -> None:
 def config_from_args(args: argparse.Namespace):
     """A validated `ServerConfig` from parsed `nmt serve` arguments."""
     from serving.batching import BatchingConfig
-    from serving.server import ServerConfig
+    from serving.cache import CacheConfig
+    from serving.server import NO_CACHE, ServerConfig
     from serving.validation import Limits
 
     if not args.model.is_dir():
@@ -93,12 +119,16 @@ def config_from_args(args: argparse.Namespace):
         batching=BatchingConfig(
             enabled=not args.no_batching, max_batch_size=args.max_batch_size,
             max_wait_ms=args.max_wait_ms, max_queue=args.max_queue, workers=args.workers),
+        cache=NO_CACHE if args.no_cache else CacheConfig(max_entries=args.cache_entries,
+                                                         max_mb=args.cache_mb),
         limits=Limits(
             max_sentences=args.max_sentences, max_chars=args.max_chars,
-            max_message_bytes=args.max_message_bytes, max_beam_size=args.max_beam_size),
+            max_message_bytes=args.max_message_bytes, max_beam_size=args.max_beam_size,
+            max_glossary_entries=args.max_glossary_entries),
         poll_interval_s=args.poll_interval, grace_s=args.grace,
         tls_cert=args.tls_cert, tls_key=args.tls_key,
-        auth_token=os.environ.get(args.auth_token_env) or None, precision=args.precision)
+        auth_token=os.environ.get(args.auth_token_env) or None, precision=args.precision,
+        glossaries_dir=args.glossaries, keys_file=args.keys, keys_usage_file=args.keys_usage)
 
 
 def run_serve(args: argparse.Namespace) -> int:

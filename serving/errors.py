@@ -42,6 +42,12 @@ class InvalidArgument(ServingError):
     code = grpc.StatusCode.INVALID_ARGUMENT
 
 
+class NotFound(ServingError):
+    """The request names something this server does not have (a glossary)."""
+
+    code = grpc.StatusCode.NOT_FOUND
+
+
 class LimitExceeded(ServingError):
     """The request is over a server limit (HTTP 413 Content Too Large)."""
 

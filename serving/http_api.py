@@ -6,6 +6,7 @@ Served with aiohttp on the gRPC server's event loop, through the same
     POST /v1/translate     Translate      TranslateRequest -> TranslateResponse
     POST /v1/align         Align          AlignRequest -> AlignResponse
     GET  /v1/model         GetModelInfo   -> GetModelInfoResponse
+    GET  /v1/glossaries    ListGlossaries -> ListGlossariesResponse
     GET  /healthz          the process is up (always 200)
     GET  /readyz           200 while the gRPC health status is SERVING, else 503
     GET  /v1/openapi.json  OpenAPI 3 description of the above
@@ -28,6 +29,7 @@ headers, a broken chunked body), answered by `_JsonErrorHandler`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
@@ -59,10 +61,12 @@ from serving.errors import (
     InvalidArgument,
     LimitExceeded,
     ModelUnavailable,
+    ServingError,
     http_status_for,
 )
 from serving.interceptors import BearerToken
 from serving.openapi import openapi_document
+from serving.quotas import API_KEY_HEADER, Charge, Quotas, request_chars
 from serving.servicer import TranslationServicer
 from serving.validation import Limits
 
@@ -116,6 +120,9 @@ ENDPOINTS = (
              "marked-up source's tags onto its plain target"),
     Endpoint("GET", "/v1/model", "GetModelInfo", pb2.GetModelInfoRequest,
              pb2.GetModelInfoResponse, "The model being served and the server's limits"),
+    Endpoint("GET", "/v1/glossaries", "ListGlossaries", pb2.ListGlossariesRequest,
+             pb2.ListGlossariesResponse,
+             "The server's named glossaries (`glossary.glossaryId` of /v1/translate)"),
 )
 
 
@@ -145,13 +152,19 @@ class HttpApi:
         ready: whether the service is ready (the gRPC health status is SERVING).
         auth_token: when set, the API (not the probes, the page or the OpenAPI
             description) needs `Authorization: Bearer <token>`.
+        keys: API keys with quotas (`serving.quotas`): when set, the API needs
+            a key (`Authorization: Bearer <key>` or `X-Api-Key: <key>`), checked
+            before the body is read, and admitted against its limits once the
+            body is parsed, before the model runs.
     """
 
     def __init__(self, servicer: TranslationServicer, metrics, limits: Limits,
-                 ready: Callable[[], bool], auth_token: str | None = None):
+                 ready: Callable[[], bool], auth_token: str | None = None,
+                 keys: Quotas | None = None):
         self._servicer, self._metrics, self._limits = servicer, metrics, limits
         self._ready = ready
         self._token = BearerToken(auth_token) if auth_token else None
+        self._keys = keys
         self._openapi: dict | None = None  # built at the first request (it runs protoc)
         self._closing = False
         self._in_flight: set[asyncio.Task] = set()
@@ -236,16 +249,26 @@ class HttpApi:
         message = (await self._parse(request, endpoint.request) if endpoint.method == "POST"
                    else endpoint.request())
         call.sentences = sentence_count(message)
-        try:
-            async with asyncio.timeout_at(deadline) as scope:
-                return await rpc(message, _Context(deadline))
-        except TimeoutError:
-            if scope.expired():
-                raise DeadlineExpired(
-                    f"the request was not answered within its {TIMEOUT_HEADER} of "
-                    f"{request.headers[TIMEOUT_HEADER]} s; allow more time or send fewer "
-                    "sentences per request") from None
-            raise
+        # The key's limits, before the model runs; a call that fails gets its characters back.
+        with self._admit(request, message):
+            try:
+                async with asyncio.timeout_at(deadline) as scope:
+                    return await rpc(message, _Context(deadline))
+            except TimeoutError:
+                if scope.expired():
+                    raise DeadlineExpired(
+                        f"the request was not answered within its {TIMEOUT_HEADER} of "
+                        f"{request.headers[TIMEOUT_HEADER]} s; allow more time or send fewer "
+                        "sentences per request") from None
+                raise
+
+    def _admit(self, request: web.Request, message) -> Charge | contextlib.nullcontext:
+        """The request's charge on its key (a no-op without keys); raises past a limit."""
+        if self._keys is None:
+            return contextlib.nullcontext()
+        key = self._keys.authenticate(request.headers.get(hdrs.AUTHORIZATION),
+                                      request.headers.get(API_KEY_HEADER), "header")
+        return self._keys.admit(key, request_chars(message))
 
     def _early_refusal(self, request: web.Request) -> Exception | None:
         """Why the request is refused before its body is read, if it is."""
@@ -254,6 +277,12 @@ class HttpApi:
         if self._token is not None:
             refusal = self._token.refusal(request.headers.get(hdrs.AUTHORIZATION), "header")
             if refusal is not None:
+                return refusal
+        if self._keys is not None:
+            try:
+                self._keys.authenticate(request.headers.get(hdrs.AUTHORIZATION),
+                                        request.headers.get(API_KEY_HEADER), "header")
+            except ServingError as refusal:
                 return refusal
         limit = self._limits.max_message_bytes
         if request.content_length is not None and request.content_length > limit:
@@ -336,8 +365,8 @@ class HttpApi:
             log.error("unexpected error in %s (id %s)", call.method, call.id, exc_info=error)
         finish(self._metrics, call, code, details, http_status=status)
         headers = {"X-Request-Id": call.id}
-        if status in (429, 503):
-            headers[hdrs.RETRY_AFTER] = str(RETRY_AFTER_S)
+        if status in (429, 503):  # a quota says when; a full queue or no model: soon
+            headers[hdrs.RETRY_AFTER] = str(getattr(error, "retry_after_s", RETRY_AFTER_S))
         if status == 401:
             headers[hdrs.WWW_AUTHENTICATE] = 'Bearer realm="nmt"'
         response = _error_response(status, code.name, details, headers)
@@ -355,7 +384,8 @@ class HttpApi:
     async def _openapi_json(self, request: web.Request) -> web.Response:
         if self._openapi is None:
             self._openapi = await asyncio.to_thread(
-                openapi_document, ENDPOINTS, self._limits, self._token is not None)
+                openapi_document, ENDPOINTS, self._limits,
+                self._token is not None or self._keys is not None)
         return web.json_response(self._openapi, dumps=_dumps)
 
 

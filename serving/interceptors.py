@@ -6,14 +6,20 @@
   shared with the HTTP/JSON API).
 - `BearerTokenInterceptor`: optional `authorization: Bearer <token>` check
   (`BearerToken`, shared with the HTTP/JSON API).
+- `KeyInterceptor`: optional API keys with quotas (`serving.quotas`): the
+  key of each call, and each request (each message of a stream) admitted
+  against its limits, with its characters, before the servicer reads it.
 
-Health checks pass both untouched, so probes work without a token and do not
-flood the request metrics.
+Health checks pass all of them untouched, so probes work without a token and
+do not flood the request metrics; `KeyInterceptor` lets reflection pass too.
+The auth interceptors go after `RequestInterceptor` (which maps their errors
+to statuses); all run on the server's event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import hmac
 import inspect
 import logging
@@ -22,12 +28,14 @@ from collections.abc import Callable
 import grpc
 
 from serving.calls import GRPC, REQUEST_ID_KEY, Call, finish, request_id, sentence_count
-from serving.errors import Unauthenticated, status_for
+from serving.errors import ServingError, Unauthenticated, status_for
 from serving.metrics import ServingMetrics
+from serving.quotas import API_KEY_HEADER, Quotas, request_chars
 
 log = logging.getLogger("nmt.serving.requests")
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
+REFLECTION_PREFIX = "/grpc.reflection."  # v1alpha and v1: what grpcurl asks before a call
 BEARER = "Bearer "  # the scheme of the `authorization` metadata (and HTTP header)
 
 _HANDLER_KINDS = {  # (request_streaming, response_streaming) -> (factory, behavior field)
@@ -124,7 +132,9 @@ class RequestInterceptor(grpc.aio.ServerInterceptor):
         if code == grpc.StatusCode.INTERNAL:
             log.error("unexpected error in %s (id %s)", call.method, call.id, exc_info=error)
         self._finish(call, code, details)
-        await context.abort(code, details, trailing_metadata=((REQUEST_ID_KEY, call.id),))
+        # An error may carry metadata of its own (`QuotaExceeded`: retry-after).
+        trailing = ((REQUEST_ID_KEY, call.id), *getattr(error, "trailing_metadata", ()))
+        await context.abort(code, details, trailing_metadata=trailing)
 
     def _finish(self, call: Call, code: grpc.StatusCode, error: str | None = None) -> None:
         finish(self._metrics, call, code, error)
@@ -180,7 +190,95 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
         return _with_behavior(handler, lambda behavior, streaming: _refuse(refusal))
 
 
-def _refuse(error: Unauthenticated):
+class KeyInterceptor(grpc.aio.ServerInterceptor):
+    """Calls need an API key of the keys file, and each request passes its quotas.
+
+    The key comes as `authorization: Bearer <key>` or `x-api-key: <key>`
+    metadata. A unary request is admitted (`Quotas.admit`, with its
+    characters) when the call starts; each message of a request stream when
+    the servicer reads it, so a stream whose key is revoked, or that reaches a
+    limit, ends at that message with its status after the answers before it.
+    The characters of a call that ends in an error are given back (of a
+    stream: those of the requests not yet answered, answers coming in request
+    order). Health and reflection calls need no key.
+
+    Args:
+        quotas: the keys and their usage.
+    """
+
+    def __init__(self, quotas: Quotas):
+        self._quotas = quotas
+
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or method.startswith((HEALTH_PREFIX, REFLECTION_PREFIX)):
+            return handler
+        metadata = {key: value for key, value in (handler_call_details.invocation_metadata or ())}
+        try:
+            key = self._quotas.authenticate(metadata.get("authorization"),
+                                            metadata.get(API_KEY_HEADER))
+        except ServingError as error:
+            refusal = error  # `error` is unbound after the `except` block
+            return _with_behavior(handler, lambda behavior, streaming: _refuse(refusal))
+        return _with_behavior(handler, lambda behavior, streaming: self._metered(
+            behavior, key, streaming))
+
+    def _metered(self, behavior, key, request_streaming: bool):
+        quotas = self._quotas
+        if request_streaming:
+            return _metered_stream(behavior, quotas, key)
+        if inspect.isasyncgenfunction(behavior):
+            async def unary_stream(request, context):
+                with quotas.admit(key, request_chars(request)):  # refunded if the call fails
+                    async for response in behavior(request, context):
+                        yield response
+
+            return unary_stream
+
+        async def unary(request, context):
+            with quotas.admit(key, request_chars(request)):  # refunded if the call fails
+                return await behavior(request, context)
+
+        return unary
+
+
+def _metered_stream(behavior, quotas: Quotas, key):
+    """`behavior` of a request stream, each message admitted as the servicer reads it."""
+
+    async def admitted(requests, charges: collections.deque):
+        async for request in requests:
+            charges.append(quotas.admit(key, request_chars(request)))
+            yield request
+
+    if inspect.isasyncgenfunction(behavior):
+        async def stream_stream(requests, context):
+            charges = collections.deque()  # of the requests not answered yet, oldest first
+            try:
+                async for response in behavior(admitted(requests, charges), context):
+                    if charges:
+                        charges.popleft()  # answered: its characters stay charged
+                    yield response
+            except BaseException:
+                for charge in charges:
+                    charge.refund()
+                raise
+
+        return stream_stream
+
+    async def stream_unary(requests, context):
+        charges = collections.deque()
+        try:
+            return await behavior(admitted(requests, charges), context)
+        except BaseException:
+            for charge in charges:
+                charge.refund()
+            raise
+
+    return stream_unary
+
+
+def _refuse(error: ServingError):
     async def refuse(request, context):
         raise error
 

@@ -51,11 +51,27 @@ class ServingMetrics:
         self.model_loads = Counter(
             "nmt_model_loads", "Model version loads, by result (success, failure).",
             ["result"], registry=r)
+        self.glossary_loads = Counter(
+            "nmt_glossary_loads", "Named glossary file loads (`--glossaries`), by result "
+            "(success, failure).", ["result"], registry=r)
         self.model = Info(
             "nmt_model", "The model version being served, and the precision path it "
             "translates on (float32 or bfloat16 matrix products).", registry=r)
+        self.cache_lookups = Counter(
+            "nmt_cache_lookups", "Sentences looked up in the translation cache, by result "
+            "(hit, miss).", ["result"], registry=r)
+        self.cache_evictions = Counter(
+            "nmt_cache_evictions", "Translations evicted from the cache to stay within its "
+            "entry and byte limits.", registry=r)
+        self.cache_entries = Gauge(
+            "nmt_cache_entries", "Sentence translations in the cache.", registry=r)
+        self.cache_bytes = Gauge(
+            "nmt_cache_bytes", "Estimated memory the cached translations hold.", registry=r)
+        for result in ("hit", "miss"):
+            self.cache_lookups.labels(result=result)
         for result in ("success", "failure"):
             self.model_loads.labels(result=result)  # expose zeros before the first load
+            self.glossary_loads.labels(result=result)
         for reason in ("deadline", "cancelled"):
             self.dropped.labels(reason=reason)
         for side in ("source", "target"):

@@ -19,6 +19,7 @@ from pathlib import Path
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from nmt.documents.glossary import MAX_TERM_CHARS
 from nmt_api import protos
 from serving.calls import MAX_HEADER_BYTES, MAX_HEADERS, MAX_REQUEST_ID_CHARS
 
@@ -50,10 +51,17 @@ _ERRORS = {
 _ERRORS_OF = {
     "POST": {
         "413": "The body is over `maxMessageBytes`, or the request is over a limit "
-               "(`maxSentences`, `maxChars`, `maxBeamSize`).",
+               "(`maxSentences`, `maxChars`, `maxBeamSize`, `maxGlossaryEntries`).",
         "429": "The batching queue is full; retry with backoff (see Retry-After).",
     },
     "GET": {},
+}
+# Answered by one RPC only.
+_ERRORS_OF_RPC = {
+    "Translate": {
+        "404": "`glossary.glossaryId` names no glossary of this server; the message lists "
+               "those it has (`GET /v1/glossaries`).",
+    },
 }
 
 
@@ -107,7 +115,7 @@ def openapi_document(endpoints: Sequence, limits, auth: bool) -> dict:
 
 
 def _operation(endpoint, auth: bool) -> dict:
-    errors = {**_ERRORS, **_ERRORS_OF[endpoint.method]}
+    errors = {**_ERRORS, **_ERRORS_OF[endpoint.method], **_ERRORS_OF_RPC.get(endpoint.rpc, {})}
     if auth:
         errors["401"] = "Missing or wrong `Authorization: Bearer <token>`."
     responses = {"200": {"description": "OK", "content": _json(endpoint.response)}}
@@ -199,6 +207,13 @@ def _apply_limits(schemas: dict, limits) -> None:
     beam = schemas.get("DecodeOptions", {}).get("properties", {}).get("beamSize")
     if beam is not None:
         beam.update(minimum=1, maximum=limits.max_beam_size)
+    entries = schemas.get("Glossary", {}).get("properties", {}).get("entries")
+    if entries is not None:
+        entries["maxItems"] = limits.max_glossary_entries
+    for side in ("source", "target"):
+        term = schemas.get("GlossaryEntry", {}).get("properties", {}).get(side)
+        if term is not None:
+            term["maxLength"] = MAX_TERM_CHARS
 
 
 @functools.cache

@@ -4,7 +4,8 @@ Start-up order: the ports open at once with health NOT_SERVING (`/readyz`
 503); the model loads and warms up in a thread; health turns SERVING. The
 base directory is then polled for new versions. On SIGTERM health turns
 NOT_SERVING, new calls are refused (gRPC and HTTP) and calls in flight get
-`grace_s` seconds to finish.
+`grace_s` seconds to finish. Named glossaries (`glossaries_dir`) are loaded
+before the ports open and their files polled with the model's.
 
 gRPC and HTTP/JSON (`serving.http_api`, on the same event loop) call the
 same `TranslationServicer`: one model, one batching queue.
@@ -29,10 +30,14 @@ from nmt.inference.precision import AUTO, check_load_choice
 from nmt.types import DecodeOptions, Translation
 from nmt_api.protos import DEFAULT_GRPC_PORT, SERVICE_NAME
 from serving.batching import ALIGN, Batcher, BatchingConfig
+from serving.cache import CacheConfig, TranslationCache
+from serving.glossaries import GlossaryStore
 from serving.http_api import HttpApi
-from serving.interceptors import BearerTokenInterceptor, RequestInterceptor
+from serving.interceptors import BearerTokenInterceptor, KeyInterceptor, RequestInterceptor
+from serving.keys import usage_path_for
 from serving.metrics import MetricsHTTPServer, ServingMetrics
 from serving.model_store import ModelStore, translator_loader
+from serving.quotas import KeyMetrics, Quotas
 from serving.servicer import TranslationServicer, generic_handler
 from serving.validation import Limits
 
@@ -45,6 +50,7 @@ NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 DEFAULT_METRICS_PORT = 9090
 # Off in the dataclass (tests, embedding); `nmt serve` turns it on by default.
 DEFAULT_HTTP_PORT = 8080
+NO_CACHE = CacheConfig(max_entries=0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +66,8 @@ class ServerConfig:
         http_host: address for HTTP when it differs from `host`, e.g.
             127.0.0.1 behind a reverse proxy; None means `host`.
         batching: dynamic batching settings.
+        cache: the translation cache's limits (off in the dataclass; `nmt
+            serve` turns it on with `serving.cache`'s defaults).
         limits: request limits.
         poll_interval_s: how often the model directory is checked for new
             versions; 0 disables the check.
@@ -72,6 +80,15 @@ class ServerConfig:
         precision: the export's path to translate on (`nmt.inference.precision`):
             `auto` (bfloat16 where the CPU has a bfloat16 unit, else
             float32), `float32` or `bfloat16`; chosen again at each load.
+        glossaries_dir: directory of named glossaries, `*.tsv` and `*.csv`
+            (`serving.glossaries`), checked for changes every
+            `poll_interval_s`; None: none.
+        keys_file: API keys with quotas (`serving.keys`, made by `nmt keys`):
+            every call but health and reflection (gRPC) and the probes, page
+            and OpenAPI description (HTTP) needs a key of the file, which is
+            reloaded when it changes (every `poll_interval_s`); None: no keys.
+        keys_usage_file: where the keys' usage of the day is saved, so a
+            restart keeps it; None: beside `keys_file` (`keys.usage.json`).
     """
 
     model_dir: Path
@@ -81,6 +98,7 @@ class ServerConfig:
     http_port: int = 0
     http_host: str | None = None
     batching: BatchingConfig = BatchingConfig()
+    cache: CacheConfig = NO_CACHE
     limits: Limits = Limits()
     poll_interval_s: float = 10.0
     grace_s: float = 10.0
@@ -89,9 +107,17 @@ class ServerConfig:
     tls_key: Path | None = None
     auth_token: str | None = dataclasses.field(default=None, repr=False)
     precision: str = AUTO
+    glossaries_dir: Path | None = None
+    keys_file: Path | None = None
+    keys_usage_file: Path | None = None
 
     def __post_init__(self) -> None:
         check_load_choice(self.precision)
+        if self.glossaries_dir is not None and not Path(self.glossaries_dir).is_dir():
+            raise FileNotFoundError(
+                f"glossary directory {self.glossaries_dir} does not exist: create it and put "
+                "glossary files (name.tsv: source<TAB>target a line) in it, or leave "
+                "--glossaries out")
         for name in ("port", "metrics_port", "http_port"):
             value = getattr(self, name)
             if not isinstance(value, int) or not 0 <= value <= 65535:
@@ -109,6 +135,9 @@ class ServerConfig:
                 raise FileNotFoundError(f"TLS file not found: {path}")
         if self.auth_token == "":
             raise ValueError("auth_token is empty; unset it to disable auth, or give a token")
+        if self.keys_file is not None and self.auth_token:
+            raise ValueError("--keys and a bearer token (NMT_AUTH_TOKEN) both turn auth on: use "
+                             "one (keys have names, limits and can be revoked one by one)")
 
 
 class TranslationServer:
@@ -127,6 +156,11 @@ class TranslationServer:
         self.metrics = ServingMetrics(registry)
         self.store = ModelStore(config.model_dir, self.metrics,
                                 loader or translator_loader(config.precision))
+        self.glossaries = GlossaryStore(config.glossaries_dir, self.metrics)
+        # A bad keys file refuses to start (KeysFileError, a ValueError saying what to fix).
+        self.quotas = None if config.keys_file is None else Quotas(
+            config.keys_file, metrics=KeyMetrics(self.metrics.registry),
+            usage_path=config.keys_usage_file or usage_path_for(config.keys_file))
         self.health = health.aio.HealthServicer()
         self._batcher: Batcher | None = None
         self._server: grpc.aio.Server | None = None
@@ -134,6 +168,8 @@ class TranslationServer:
         self._http: HttpApi | None = None
         self.http_port: int | None = None
         self._model_task: asyncio.Task | None = None
+        self._glossary_task: asyncio.Task | None = None
+        self._keys_task: asyncio.Task | None = None
         self._serving = asyncio.Event()
         self.port = config.port
 
@@ -144,10 +180,14 @@ class TranslationServer:
     async def start(self) -> None:
         """Opens the ports (health NOT_SERVING) and starts loading the model."""
         config = self.config
-        self._batcher = Batcher(self._run_batch, config.batching, self.metrics)
+        cache = (TranslationCache(config.cache, self.metrics) if config.cache.enabled
+                 else None)
+        self._batcher = Batcher(self._run_batch, config.batching, self.metrics, cache,
+                                version=lambda: self.store.version)
         self._batcher.start()
+        await self._refresh_glossaries()  # before the ports open: a name works from the start
         servicer = TranslationServicer(self.store, self._batcher, config.limits,
-                                       config.stream_window)
+                                       config.stream_window, self.glossaries)
         self._server = grpc.aio.server(interceptors=self._interceptors(), options=[
             ("grpc.max_receive_message_length", config.limits.max_message_bytes),
             ("grpc.so_reuseport", 0),  # a port in use is an error, not a shared port
@@ -161,7 +201,8 @@ class TranslationServer:
         await self._server.start()
         if config.http_port:
             self._http = HttpApi(servicer, self.metrics, config.limits,
-                                 ready=self._serving.is_set, auth_token=config.auth_token)
+                                 ready=self._serving.is_set, auth_token=config.auth_token,
+                                 keys=self.quotas)
             self.http_port = await self._http.start(config.http_host or config.host,
                                                     config.http_port)
         if config.metrics_port:
@@ -169,6 +210,12 @@ class TranslationServer:
                                                    config.metrics_port)
             self._metrics_http.start()
         self._model_task = asyncio.get_running_loop().create_task(self._keep_model_fresh())
+        if config.glossaries_dir is not None and config.poll_interval_s:
+            self._glossary_task = asyncio.get_running_loop().create_task(
+                self._keep_glossaries_fresh())
+        if self.quotas is not None and config.poll_interval_s:
+            self._keys_task = asyncio.get_running_loop().create_task(
+                self.quotas.keep_fresh(config.poll_interval_s))
 
     def _run_batch(self, kind: str, inputs: list, options: DecodeOptions | None
                    ) -> tuple[int, list[Translation]]:
@@ -182,6 +229,8 @@ class TranslationServer:
         interceptors = [RequestInterceptor(self.metrics)]  # outermost: sees every outcome
         if self.config.auth_token:
             interceptors.append(BearerTokenInterceptor(self.config.auth_token))
+        if self.quotas is not None:  # after RequestInterceptor, which maps its errors
+            interceptors.append(KeyInterceptor(self.quotas))
         return interceptors
 
     def _bind(self, address: str) -> int:
@@ -217,6 +266,19 @@ class TranslationServer:
                 return
             await asyncio.sleep(self.config.poll_interval_s)
 
+    async def _refresh_glossaries(self) -> None:
+        try:
+            await asyncio.to_thread(self.glossaries.refresh)
+        except OSError as error:  # e.g. the directory removed; keep what is loaded
+            log.warning(json.dumps({"event": "glossary_watch_failed", "error": str(error),
+                                    "glossaries_dir": str(self.config.glossaries_dir)}))
+
+    async def _keep_glossaries_fresh(self) -> None:
+        """Reloads changed glossary files every `poll_interval_s`."""
+        while True:
+            await asyncio.sleep(self.config.poll_interval_s)
+            await self._refresh_glossaries()
+
     async def wait_until_serving(self, timeout: float | None = None) -> None:
         """Returns once a model serves; raises `TimeoutError` after `timeout` seconds."""
         await asyncio.wait_for(self._serving.wait(), timeout)
@@ -226,8 +288,9 @@ class TranslationServer:
         grace = self.config.grace_s if grace is None else grace
         await self.health.enter_graceful_shutdown()
         self._serving.clear()  # /readyz: 503 from now on
-        if self._model_task is not None:
-            self._model_task.cancel()
+        for task in (self._model_task, self._glossary_task, self._keys_task):
+            if task is not None:
+                task.cancel()
         http = (asyncio.get_running_loop().create_task(self._http.stop(grace))
                 if self._http is not None else None)
         if self._server is not None:
@@ -236,6 +299,8 @@ class TranslationServer:
             await http
         if self._batcher is not None:
             await self._batcher.close()
+        if self.quotas is not None:
+            await self.quotas.close()  # saves the day's usage
         if self._metrics_http is not None:
             self._metrics_http.stop()
 
@@ -258,8 +323,12 @@ async def serve(config: ServerConfig, registry: CollectorRegistry | None = None)
         "http_host": config.http_host or config.host,
         "model_dir": str(config.model_dir), "precision": config.precision,
         "tls": config.tls_cert is not None, "auth": bool(config.auth_token),
+        "keys_file": str(config.keys_file) if config.keys_file else None,
         "batching": dataclasses.asdict(config.batching),
-        "limits": dataclasses.asdict(config.limits), "pid": os.getpid()}))
+        "cache": dataclasses.asdict(config.cache),
+        "limits": dataclasses.asdict(config.limits), "pid": os.getpid(),
+        "glossaries_dir": str(config.glossaries_dir) if config.glossaries_dir else None,
+        "glossaries": [g.name for g in server.glossaries.glossaries()]}))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -7,8 +7,13 @@ queued in the batcher like any others, and joined again. Placeholders
 taken out of what the model reads and put back the same way: in sentences by
 `nmt.documents.protection`, in documents by their plans. Align pairs with a
 format (`AlignRequest.format`) are planned with `nmt.documents.markup.plan_projection`
-and their tags put onto the given targets the same way. Errors are raised,
-never turned into statuses here (see `serving.interceptors`).
+and their tags put onto the given targets the same way. A request's glossary
+(`TranslateRequest.glossary`, found by `serving.glossaries.GlossaryStore`) is
+applied to the translations the batcher returns, after the placeholders are
+back and the word-link rule applied, and before a document is joined (so its
+tags follow the terms' links): the batcher and its cache see the same
+sentences as without a glossary. Errors are raised, never turned into
+statuses here (see `serving.interceptors`).
 """
 
 from __future__ import annotations
@@ -18,14 +23,17 @@ import asyncio
 import grpc
 
 from nmt.alignment import word_links
+from nmt.documents.glossary_documents import apply_glossary_to_documents
 from nmt.documents.markup import MarkupError, plan_document, plan_projection
 from nmt.documents.protection import protect
 from nmt.documents.sentences import join_documents, sentences_of
+from nmt.documents.terminology import apply_glossary
 from nmt.types import DecodeOptions
 from nmt_api import convert, protos
 from nmt_api.protos import SERVICE_NAME
 from serving.batching import Batcher
 from serving.errors import InvalidArgument, LimitExceeded, ModelUnavailable
+from serving.glossaries import GlossaryStore
 from serving.model_store import ModelStore
 from serving.validation import (
     Limits,
@@ -49,12 +57,15 @@ class TranslationServicer:
         limits: request limits.
         stream_window: requests of one stream translated at once; the stream
             is not read further until the oldest is answered (flow control).
+        glossaries: the server's named glossaries; None: none (requests may
+            still send entries).
     """
 
     def __init__(self, store: ModelStore, batcher: Batcher, limits: Limits,
-                 stream_window: int = 8):
+                 stream_window: int = 8, glossaries: GlossaryStore | None = None):
         self._store, self._batcher, self._limits = store, batcher, limits
         self._window = stream_window
+        self._glossaries = glossaries if glossaries is not None else GlossaryStore()
 
     def _default_options(self) -> DecodeOptions:
         """The decoding of options a request leaves unset: the served model's recommended
@@ -111,6 +122,11 @@ class TranslationServicer:
     async def GetModelInfo(self, request, context):
         return convert.model_info_to_proto(self._store.translator.info, self._limits)
 
+    async def ListGlossaries(self, request, context):
+        return pb2.ListGlossariesResponse(glossaries=[
+            pb2.GlossaryInfo(name=g.name, entries=len(g.glossary), loaded_at=g.loaded_at_rfc3339,
+                             file=g.file) for g in self._glossaries.glossaries()])
+
     async def _read(self, requests, answers: asyncio.Queue, deadline: float | None) -> None:
         """Starts one translation per request; a bad request ends the stream after the others."""
         index = 0
@@ -128,25 +144,34 @@ class TranslationServicer:
 
     async def _answer(self, parsed: ParsedRequest, index: int, deadline: float | None):
         self._store.translator  # noqa: B018  (UNAVAILABLE before queueing when no model is loaded)
+        glossary = None
+        if parsed.glossary is not None:  # before queueing: an unknown name fails at once
+            glossary = await asyncio.to_thread(self._glossaries.resolve, parsed.glossary,
+                                               _where(index))
         if parsed.format is not None:
-            return await self._answer_documents(parsed, index, deadline)
+            return await self._answer_documents(parsed, index, deadline, glossary)
         protected = await asyncio.to_thread(protect, parsed.sentences, parsed.keep_placeholders)
         read = protected.sentences
         translations, version = await self._batcher.translate(read, parsed.options, deadline)
         translations = await asyncio.to_thread(protected.restore, translations)
+        if glossary is None:
+            answers = _answers(translations, parsed)
+        else:
+            answers = _messages(await asyncio.to_thread(
+                _with_glossary, _relinked(translations, parsed), glossary), parsed)
         return pb2.TranslateResponse(
-            translations=_answers(translations, parsed),
+            translations=answers,
             request_id=parsed.request_id, request_index=index,
             model_version=version if version is not None else self._store.version or 0)
 
     async def _answer_documents(self, parsed: ParsedRequest, index: int,
-                                deadline: float | None):
+                                deadline: float | None, glossary=None):
         """Each entry as one document: its sentences share the batcher with everyone's."""
         plans = await asyncio.to_thread(_plans, parsed, self._limits.max_sentences, index)
         translations, version = await self._batcher.translate(
             sentences_of(plans), parsed.options, deadline)
         documents = await asyncio.to_thread(
-            join_documents, plans, _relinked(translations, parsed))
+            apply_glossary_to_documents, plans, _relinked(translations, parsed), glossary)
         return pb2.TranslateResponse(
             documents=[convert.document_to_proto(d, parsed.with_alignment,
                                                  parsed.with_attention) for d in documents],
@@ -154,9 +179,19 @@ class TranslationServicer:
             model_version=version if version is not None else self._store.version or 0)
 
 
+def _where(index: int) -> str:
+    """What an error message about a request of a stream starts with."""
+    return "" if index == 0 else f"request {index} of the stream: "
+
+
+def _with_glossary(translations, glossary) -> list:
+    """Each translation with the glossary's terms written into each hypothesis."""
+    return [apply_glossary(t, glossary)[0] for t in translations]
+
+
 def _plans(parsed: ParsedRequest, max_sentences: int, index: int) -> list:
     """The documents' plans; malformed markup and too many sentences are refused."""
-    where = "" if index == 0 else f"request {index} of the stream: "
+    where = _where(index)
     plans = []
     for i, text in enumerate(parsed.sentences):
         try:
@@ -201,8 +236,13 @@ def _relinked(translations, parsed) -> list:
 
 def _answers(translations, parsed) -> list:
     """Translation messages as the request asked: word-link rule, matrices."""
+    return _messages(_relinked(translations, parsed), parsed)
+
+
+def _messages(translations, parsed) -> list:
+    """Translation messages, with the matrices the request asked for."""
     return [convert.translation_to_proto(t, parsed.with_alignment, parsed.with_attention)
-            for t in _relinked(translations, parsed)]
+            for t in translations]
 
 
 def _deadline(context) -> float | None:
@@ -228,4 +268,7 @@ def generic_handler(servicer: TranslationServicer) -> grpc.GenericRpcHandler:
         "GetModelInfo": grpc.unary_unary_rpc_method_handler(
             servicer.GetModelInfo, request_deserializer=pb2.GetModelInfoRequest.FromString,
             response_serializer=pb2.GetModelInfoResponse.SerializeToString),
+        "ListGlossaries": grpc.unary_unary_rpc_method_handler(
+            servicer.ListGlossaries, request_deserializer=pb2.ListGlossariesRequest.FromString,
+            response_serializer=pb2.ListGlossariesResponse.SerializeToString),
     })

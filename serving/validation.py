@@ -14,11 +14,13 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message, message_fa
 
 from nmt.alignment import word_links
 from nmt.constants import DEFAULT_MAX_CHARS
+from nmt.documents.glossary import MAX_ENTRIES
 from nmt.types import DecodeOptions, options_over
 from serving.errors import InvalidArgument, LimitExceeded
 
 OPTION_FIELDS = tuple(f.name for f in dataclasses.fields(DecodeOptions))
 MAX_REQUEST_ID_CHARS = 128
+MAX_GLOSSARY_ID_CHARS = 128
 # The repeated text fields of the request messages, and what one element is called in errors.
 TEXT_FIELDS = {"sentences": "sentence", "sources": "source", "targets": "target"}
 
@@ -35,12 +37,16 @@ class Limits:
             subword tokens anyway.
         max_message_bytes: size of one request message (enforced by gRPC).
         max_beam_size: largest `beam_size` accepted.
+        max_glossary_entries: inline glossary entries per request
+            (`Glossary.entries`), at most `nmt.documents.glossary.MAX_ENTRIES`;
+            larger glossaries go on the server (`--glossaries`).
     """
 
     max_sentences: int = 256
     max_chars: int = DEFAULT_MAX_CHARS
     max_message_bytes: int = 4 * 1024 * 1024
     max_beam_size: int = 16
+    max_glossary_entries: int = 1000
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -54,6 +60,10 @@ class Limits:
             raise ValueError(
                 f"max_beam_size must be between {default_beam} (the default beam) and 64. "
                 f"Received: max_beam_size={self.max_beam_size!r}")
+        if self.max_glossary_entries > MAX_ENTRIES:
+            raise ValueError(
+                f"max_glossary_entries must be at most {MAX_ENTRIES} (a glossary's limit). "
+                f"Received: max_glossary_entries={self.max_glossary_entries!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,13 +75,30 @@ class LinkChoice:
 
 
 @dataclasses.dataclass(frozen=True)
+class GlossaryRequest:
+    """A request's glossary (`TranslateRequest.glossary`), counted but not yet read:
+    `serving.glossaries.GlossaryStore.resolve` checks the entries and finds the name.
+
+    Attributes:
+        entries: inline `(source, target)` entries, as sent.
+        exact_case: match terms only as written.
+        glossary_id: the name of a server glossary; "" for none.
+    """
+
+    entries: tuple[tuple[str, str], ...] = ()
+    exact_case: bool = False
+    glossary_id: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
 class ParsedRequest:
     """A validated request: what the batcher and the response builder need.
 
     `format` is None for sentences, else what the entries of `sentences` are
     (a document format of `nmt.documents.markup.DOCUMENT_FORMATS`);
     `keep_placeholders` whether placeholders come back exactly
-    (`nmt.documents.protection`; unset in the request: true).
+    (`nmt.documents.protection`; unset in the request: true); `glossary`
+    the request's glossary, None for none (unset, or no entry and no name).
     """
 
     sentences: tuple[str, ...]
@@ -82,6 +109,7 @@ class ParsedRequest:
     links: LinkChoice | None = None
     format: str | None = None
     keep_placeholders: bool = True
+    glossary: GlossaryRequest | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,7 +167,29 @@ def parse_request(request, limits: Limits, index: int | None = None,
                          _options(request, limits, where, defaults or DecodeOptions()),
                          _with_alignment(request), request.request_id,
                          request.with_attention, _links(request, where), format,
-                         _keep_placeholders(request))
+                         _keep_placeholders(request), _glossary(request, limits, where))
+
+
+def _glossary(request, limits: Limits, where: str = "") -> GlossaryRequest | None:
+    """The request's glossary, counted against `max_glossary_entries`; None for none."""
+    if not request.HasField("glossary"):
+        return None
+    given = request.glossary
+    if not given.entries and not given.glossary_id:
+        return None
+    if len(given.entries) > limits.max_glossary_entries:
+        raise LimitExceeded(
+            f"{where}too many glossary entries: at most {limits.max_glossary_entries} per "
+            f"request (max_glossary_entries). Received: {len(given.entries)} entries; put the "
+            "glossary on the server (nmt serve --glossaries DIR) and send its glossary_id, "
+            "or split the request.")
+    if len(given.glossary_id) > MAX_GLOSSARY_ID_CHARS:
+        raise InvalidArgument(
+            f"{where}glossary_id is too long: at most {MAX_GLOSSARY_ID_CHARS} characters. "
+            f"Received: {len(given.glossary_id)} characters; send a name that "
+            "ListGlossaries lists.")
+    return GlossaryRequest(tuple((e.source, e.target) for e in given.entries),
+                           given.exact_case, given.glossary_id)
 
 
 def _keep_placeholders(request) -> bool:

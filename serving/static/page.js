@@ -11,6 +11,8 @@
   const documentBox = $("document");
   const documentFormat = $("document-format");
   const documentOutput = $("document-output");
+  const glossaryBox = $("glossary");
+  const glossaryId = $("glossary-id");
   const beamSize = $("beam-size");
   const nBest = $("n-best");
   const tokenInput = $("token");
@@ -82,6 +84,24 @@
     return answer;
   }
 
+  // `text` with each applied term's [start, end) (code points, as the server counts) in a
+  // <mark class="term">; `offset` is where `text` starts in what the spans count.
+  function marked(text, terms, startKey, endKey, offset = 0) {
+    const chars = Array.from(text);
+    const nodes = [];
+    let at = 0;
+    for (const term of [...terms].sort((a, b) => a[startKey] - b[startKey])) {
+      const [start, end] = [term[startKey] - offset, term[endKey] - offset];
+      if (start < at || start >= end || end > chars.length) continue;
+      nodes.push(chars.slice(at, start).join(""));
+      nodes.push(el("mark", { class: "term", title: `glossary: ${term.source} → ${term.target}` },
+                    chars.slice(start, end).join("")));
+      at = end;
+    }
+    nodes.push(chars.slice(at).join(""));
+    return nodes;
+  }
+
   function needToken() {
     $("token-field").hidden = false;
     tokenInput.required = true;
@@ -100,6 +120,7 @@
       const preferred = model.defaultOptions && model.defaultOptions.beamSize;
       if (preferred) beamSize.value = preferred;
       syncNBest();
+      loadGlossaries();
       if (document.body.dataset.state === "loading") setState("ready");
     } catch (error) {
       if (error.status === 401) {
@@ -113,6 +134,40 @@
       }
       if (document.body.dataset.state === "loading") setState("ready");
     }
+  }
+
+  // The server's named glossaries, if it has any, in a select beside the glossary box.
+  async function loadGlossaries() {
+    try {
+      const { glossaries } = await call("GET", "/v1/glossaries");
+      glossaryId.replaceChildren(el("option", { value: "" }, "none"), ...glossaries.map(
+        (g) => el("option", { value: g.name }, `${g.name} (${plural(g.entries, "term")})`)));
+      $("glossary-id-field").hidden = !glossaries.length;
+    } catch (ignored) {
+      // An older server without glossaries: the box alone.
+    }
+  }
+
+  // The request's `glossary` from the box and the select: undefined for none, null (and
+  // the error shown) for a line that is not `English<TAB>French`.
+  function glossaryRequest() {
+    const entries = [];
+    const lines = glossaryBox.value.split("\n");
+    for (let i = 0; i < lines.length; i += 1) {
+      if (!lines[i].trim() || lines[i].trim().startsWith("#")) continue;
+      const cut = lines[i].includes("\t") ? lines[i].indexOf("\t") : lines[i].indexOf("=");
+      const [english, french] = cut < 0 ? [lines[i].trim(), ""]
+        : [lines[i].slice(0, cut).trim(), lines[i].slice(cut + 1).trim()];
+      if (!english || !french) {
+        showError(`Glossary line ${i + 1}: write the English term, a tab (or =), then the ` +
+                  "French term.", glossaryBox);
+        return null;
+      }
+      entries.push({ source: english, target: french });
+    }
+    const name = glossaryId.value;
+    if (!entries.length && !name) return undefined;
+    return name ? { entries, glossaryId: name } : { entries };
   }
 
   function syncNBest() {
@@ -131,6 +186,7 @@
     $("document-field").hidden = !documentMode;
     documentBox.required = documentMode;
     $("decode-options").hidden = align;
+    $("glossary-field").hidden = align;
     submit.textContent = align ? "Align" : "Translate";
   }
 
@@ -158,16 +214,20 @@
       if (!text.trim()) return showError("Type an English document first.", documentBox);
       const options = decodeOptions();
       if (options === null) return null;
+      const glossary = glossaryRequest();
+      if (glossary === null) return null;
       const format = `TEXT_FORMAT_${documentFormat.value.toUpperCase()}`;
       return { path: "/v1/translate", document: text,
-               body: { sentences: [text], format, options } };
+               body: { sentences: [text], format, options, glossary } };
     }
     if (mode() === "translate") {
       const sentences = lines.filter(Boolean);
       if (!sentences.length) return showError("Type an English sentence first.", source);
       const options = decodeOptions();
       if (options === null) return null;
-      return { path: "/v1/translate", sources: sentences, body: { sentences, options } };
+      const glossary = glossaryRequest();
+      if (glossary === null) return null;
+      return { path: "/v1/translate", sources: sentences, body: { sentences, options, glossary } };
     }
     const targets = target.value.split("\n").map((line) => line.trim());
     const sources = [];
@@ -243,14 +303,17 @@
   // Offsets count code points (the server's), so the text is sliced as an array of them.
   function showDocument(translated) {
     const chars = Array.from(translated.text);
+    const terms = translated.appliedTerms || [];
     const pieces = [];
     let at = 0;
     translated.sentences.forEach((sentence, i) => {
       const [start, end] = [sentence.targetStart, sentence.targetEnd];
       pieces.push(chars.slice(at, start).join(""));
+      const inside = terms.filter((t) => t.targetStart >= start && t.targetEnd <= end);
       const span = el("span", { class: "sentence", "data-sentence": i,
                                 title: `Sentence ${i + 1}: show its alignment` },
-                      chars.slice(start, end).join(""));
+                      ...marked(chars.slice(start, end).join(""), inside, "targetStart",
+                                "targetEnd", start));
       span.addEventListener("click", () => choose(i, 0));
       pieces.push(span);
       at = end;
@@ -264,14 +327,20 @@
     $("results-heading").textContent = align ? "Alignments" : "Translations";
     sentenceList.replaceChildren(...results.map((result, i) => {
       const hypotheses = result.translation.hypotheses.map((hypothesis, k) => {
+        const text = hypothesis.text
+          ? marked(hypothesis.text, hypothesis.appliedTerms || [], "targetStart", "targetEnd")
+          : ["(empty)"];
         const button = el("button", { type: "button", class: "hyp", "aria-pressed": "false",
                                       "data-sentence": i, "data-hypothesis": k },
-          el("span", { class: "text", lang: "fr" }, hypothesis.text || "(empty)"),
+          el("span", { class: "text", lang: "fr" }, ...text),
           el("span", { class: "score" }, `score ${hypothesis.score.toFixed(3)}`));
         button.addEventListener("click", () => choose(i, k));
         return el("li", {}, button);
       });
-      return el("li", {}, el("p", { class: "source-text", lang: "en" }, result.source),
+      const best = result.translation.hypotheses[0];
+      const terms = (best && best.appliedTerms) || [];
+      return el("li", {}, el("p", { class: "source-text", lang: "en" },
+                             ...marked(result.source, terms, "sourceStart", "sourceEnd")),
                 el("ol", { class: "nbest" }, ...hypotheses));
     }));
     $("results").hidden = false;
@@ -408,7 +477,7 @@
   form.addEventListener("submit", onSubmit);
   for (const radio of form.elements.mode) radio.addEventListener("change", syncMode);
   beamSize.addEventListener("input", syncNBest);
-  for (const box of [source, target, documentBox]) {
+  for (const box of [source, target, documentBox, glossaryBox]) {
     box.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
         event.preventDefault();

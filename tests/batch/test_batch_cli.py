@@ -193,3 +193,29 @@ def test_batch_through_a_real_server(tmp_path, tiny_model_dir, tiny_pairs):
             b["translation"], b["word_alignment"], b["error"])
         if b["score"] is not None:
             assert a["score"] == pytest.approx(b["score"], abs=1e-3)
+
+
+def test_batch_with_a_glossary_through_a_server_client(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "nmt_api.client", _fake_client_module([]))
+    source, terms = tmp_path / "in.txt", tmp_path / "terms.tsv"
+    source.write_text("one two\n\nthree\n")
+    terms.write_text("three\ttrois\n", encoding="utf-8")
+
+    assert main(["batch", str(source), str(tmp_path / "out.jsonl"), "--server", "host:123",
+                 "--glossary", str(terms), "--no-progress"]) == 0
+
+    written = records(tmp_path / "out.jsonl")
+    assert [r["translation"] for r in written] == ["ONE TWO", None, "Trois"]
+    assert [t["source"] for t in written[2]["applied_terms"]] == ["three"]
+
+
+def test_batch_refuses_a_bad_glossary_naming_its_line(tmp_path, capsys):
+    source, terms = tmp_path / "in.txt", tmp_path / "terms.tsv"
+    source.write_text("one\n")
+    terms.write_text("one\tun\ntwo\n", encoding="utf-8")
+
+    assert main(["batch", str(source), str(tmp_path / "out.jsonl"), "--glossary", str(terms),
+                 "--no-progress"]) == 2
+
+    assert f"{terms}, line 2: expected 2 columns" in capsys.readouterr().err
+    assert not (tmp_path / "out.jsonl").exists()

@@ -11,6 +11,7 @@ from batch.beam_pipeline import (
     source_length,
     split_output,
 )
+from nmt.documents.glossary import Glossary
 
 
 @pytest.mark.parametrize("output, expected", [
@@ -107,3 +108,17 @@ def test_direct_runner_documents_equal_nmt_batch(tmp_path, tiny_model_dir):
     assert local[1]["translation"].startswith("<p>") and local[2]["error"].startswith(
         "malformed HTML")
     assert beam == local
+
+
+def test_handler_writes_a_glossarys_terms():
+    glossary = Glossary.from_entries([("longer", "plus long")])
+    handler = TranslationModelHandler("unused", glossary=glossary)
+
+    records = list(handler.run_inference([(3, "a longer one"), (4, "b")], FakeEngine()))
+
+    assert [r["translation"] for r in records] == ["A plus long ONE", "B"]
+    assert [[t["source"] for t in r["applied_terms"]] for r in records] == [["longer"], []]
+    documents = TranslationModelHandler("unused", document_format="text", glossary=glossary)
+    [record] = documents.run_inference([(1, "One longer. Two.")], FakeEngine())
+    assert record["translation"] == "ONE plus long. TWO."
+    assert record["applied_terms"][0]["source_span"] == [4, 10]

@@ -8,6 +8,7 @@ from batch_fakes import FakeEngine
 from batch.checkpoint import PartialOutput
 from batch.job import JobConfig, run_job
 from batch.readers import InputFormat
+from nmt.documents.glossary import Glossary
 
 LINES = [
     "a rather long sentence of seven words", "short", "", "medium size line", "\udcff",
@@ -281,3 +282,55 @@ def test_documents_keep_their_placeholders(tmp_path):
     assert engine.calls == [["Delete node", "Saved files."]]
     [record] = read_records(job.output)
     assert record["translation"] == "<p>SAVED %d FILES. DELETE <b>NODE</b> '%s'?</p>"
+
+
+GLOSSARY = Glossary.from_entries([("two words", "deux mots"), ("save", "enregistrer")])
+
+
+def test_a_glossary_is_written_into_each_record_and_the_engine_reads_as_without(tmp_path):
+    plain = config(tmp_path, output=tmp_path / "plain.jsonl")
+    write_input(plain.input)
+    without, with_glossary = FakeEngine(), FakeEngine()
+    run_job(plain, without)
+
+    run_job(config(tmp_path, glossary=GLOSSARY), with_glossary)
+
+    records = read_records(tmp_path / "out.jsonl")
+    assert with_glossary.calls == without.calls
+    two = records[6]
+    assert two["translation"] == "Deux mots"
+    assert two["applied_terms"] == [{"source": "two words", "target": "Deux mots",
+                                     "source_span": [0, 9], "target_span": [0, 9],
+                                     "placement": "aligned"}]
+    assert records[0]["applied_terms"] == [] and records[2]["error"] == "empty line"
+    assert "applied_terms" not in read_records(plain.output)[0], "as before without a glossary"
+
+
+def test_documents_get_their_terms_before_they_are_joined(tmp_path):
+    job = config(tmp_path, document_format="html", input_format=InputFormat(),
+                 glossary=GLOSSARY)
+    write_input(job.input, ["Click <b>Save</b> now. Then quit."])
+
+    run_job(job, FakeEngine())
+
+    [record] = read_records(job.output)
+    assert record["translation"] == "CLICK <b>enregistrer</b> NOW. THEN QUIT."
+    [term] = record["applied_terms"]
+    assert record["source"][slice(*term["source_span"])] == "Save"
+    assert record["translation"][slice(*term["target_span"])] == "enregistrer"
+    assert record["sentences"][0]["applied_terms"][0]["source_span"] == [6, 10]
+    assert record["sentences"][1]["applied_terms"] == []
+
+
+def test_the_glossary_is_part_of_the_job(tmp_path):
+    job = config(tmp_path, resume=True, glossary=GLOSSARY)
+    write_input(job.input)
+    with pytest.raises(RuntimeError, match="engine crashed"):
+        run_job(job, FakeEngine(fail_on_call=2))
+
+    changed = Glossary.from_entries([("two words", "deux paroles")])
+    with pytest.raises(ValueError, match="cannot resume: glossary changed"):
+        run_job(config(tmp_path, resume=True, glossary=changed), FakeEngine())
+    with pytest.raises(ValueError, match="cannot resume: glossary changed"):
+        run_job(config(tmp_path, resume=True), FakeEngine())
+    assert run_job(job, FakeEngine()).resumed_from == 4

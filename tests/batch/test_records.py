@@ -13,7 +13,7 @@ from batch.records import (
     translation_record,
     truncation_error,
 )
-from nmt.types import Hypothesis, Translation
+from nmt.types import AppliedTerm, Hypothesis, Translation
 
 SOURCE = SourceLine(12, "I like the sea.")
 
@@ -26,6 +26,21 @@ def test_translation_record_schema():
         "line": 12, "source": "I like the sea.", "translation": "I LIKE THE SEA.",
         "score": -0.1235, "confidence": None, "word_alignment": "0-0 1-1 2-2 3-3", "error": None,
     }
+
+
+def test_a_job_with_a_glossary_lists_the_terms_applied_before_the_error_field():
+    translation = fake_translation(SOURCE.text)
+    best = dataclasses.replace(translation.best, text="I LIKE THE mer.", applied_terms=(
+        AppliedTerm("sea", "mer", (11, 14), (11, 14), "aligned"),))
+    glossed = dataclasses.replace(translation, nbest=(best,))
+
+    record = translation_record(SOURCE, glossed, glossary=True)
+
+    assert list(record)[-2:] == ["applied_terms", "error"]
+    assert record["applied_terms"] == [{"source": "sea", "target": "mer", "source_span": [11, 14],
+                                        "target_span": [11, 14], "placement": "aligned"}]
+    assert translation_record(SOURCE, translation, glossary=True)["applied_terms"] == []
+    assert "applied_terms" not in translation_record(SOURCE, glossed)
 
 
 def test_confidence_and_word_scores_are_rounded_into_the_record():

@@ -1,11 +1,14 @@
 """Round trips between `nmt.types` and the proto messages keep every field."""
 
+import dataclasses
 import types
 
 import numpy as np
 import pytest
 
+from nmt.documents.glossary import Glossary
 from nmt.types import (
+    AppliedTerm,
     DecodeOptions,
     DocumentTranslation,
     Hypothesis,
@@ -133,6 +136,7 @@ def test_model_info_round_trip():
     assert got["scores"] == {"test.bleu": pytest.approx(30.1)}
     assert got["metadata"]["scores"] == {"test": {"bleu": 30.1}}
     assert got["limits"]["max_sentences"] == 7
+    assert got["limits"]["max_glossary_entries"] == Limits().max_glossary_entries
     assert (got["alignment"], got["word_links"]) == ("alignment_head", "intersect")
     assert (got["precision"], got["precisions"]) == ("bfloat16", ["float32", "bfloat16"])
 
@@ -184,3 +188,88 @@ def test_model_info_carries_the_models_default_decoding():
 
     assert DecodeOptions(**got["default_options"]) == DecodeOptions(beam_size=1)
     assert convert.model_info_from_proto(pb2.GetModelInfoResponse())["default_options"] == {}
+
+
+TERM = AppliedTerm("face mask", "masques", (9, 20), (10, 17), "aligned")
+
+
+def test_applied_terms_round_trip_per_hypothesis_and_per_document():
+    sentence = _translation(np.random.default_rng(3))
+    best = dataclasses.replace(sentence.best, applied_terms=(TERM,))
+    other = dataclasses.replace(sentence.nbest[1], applied_terms=(
+        AppliedTerm("you", "vous", (8, 11), (11, 15), "neighbour"),))
+    sentence = dataclasses.replace(sentence, nbest=(best, other))
+    document = DocumentTranslation(
+        source="How are you ?", text="Comment allez-vous",
+        sentences=(TranslatedSentence((0, 13), (0, 18), sentence),),
+        applied_terms=(AppliedTerm("face mask", "masques", (30, 41), (40, 47), "found"),))
+
+    back = _round_trip(sentence)
+    [document_back] = convert.documents_from_response(pb2.TranslateResponse.FromString(
+        pb2.TranslateResponse(documents=[convert.document_to_proto(document)])
+        .SerializeToString()), [document.source])
+
+    assert [h.applied_terms for h in back.nbest] == [h.applied_terms for h in sentence.nbest]
+    assert document_back.applied_terms == document.applied_terms
+    assert document_back.sentences[0].result.best.applied_terms == (TERM,)
+    message = convert.hypothesis_to_proto(best, True).applied_terms[0]
+    assert (message.source_start, message.source_end, message.target_start,
+            message.target_end) == (9, 20, 10, 17)
+    assert message.placement == pb2.TERM_PLACEMENT_ALIGNED
+
+
+def test_a_translation_without_terms_is_the_same_bytes_as_before_the_field():
+    translation = _translation(np.random.default_rng(4))
+
+    message = convert.translation_to_proto(translation)
+
+    assert all(len(h.applied_terms) == 0 for h in message.hypotheses)
+    assert b"face" not in message.SerializeToString()
+    assert _round_trip(translation).best.applied_terms == ()
+
+
+@pytest.mark.parametrize("given, exact_case, expected", [
+    ("medical", None, {"glossary_id": "medical"}),
+    ("medical", True, {"glossary_id": "medical", "exact_case": True}),
+    ([("face mask", "masque")], None, {"entries": [("face mask", "masque")]}),
+    ([{"source": "flu", "target": "grippe"}], False, {"entries": [("flu", "grippe")]}),
+    (Glossary.from_entries([("flu", "grippe")], exact_case=True), None,
+     {"entries": [("flu", "grippe")], "exact_case": True}),
+    (Glossary.from_entries([("flu", "grippe")], exact_case=True), False,
+     {"entries": [("flu", "grippe")]}),
+    ((), None, {}),
+])
+def test_glossary_to_proto_takes_a_name_entries_or_a_glossary(given, exact_case, expected):
+    message = convert.glossary_to_proto(given, exact_case)
+
+    assert [(e.source, e.target) for e in message.entries] == expected.get("entries", [])
+    assert message.glossary_id == expected.get("glossary_id", "")
+    assert message.exact_case == expected.get("exact_case", False)
+
+
+def test_glossary_to_proto_passes_a_message_as_it_is():
+    message = pb2.Glossary(glossary_id="medical", entries=[pb2.GlossaryEntry(source="a",
+                                                                             target="b")])
+
+    assert convert.glossary_to_proto(message) is message
+
+
+@pytest.mark.parametrize("given, expected", [
+    ({"flu": "grippe"}, "glossary must be"),
+    (42, "glossary must be"),
+    ([("flu",)], "glossary entry 1 must be a \\(source, target\\) pair"),
+    ([("flu", "grippe"), "flu"], "entry 2"),
+    ([("flu", None)], "entry 1"),
+])
+def test_glossary_to_proto_refuses_what_is_not_entries(given, expected):
+    with pytest.raises(TypeError, match=expected):
+        convert.glossary_to_proto(given)
+
+
+def test_glossaries_from_proto():
+    message = pb2.ListGlossariesResponse(glossaries=[pb2.GlossaryInfo(
+        name="medical", entries=12, loaded_at="2025-06-01T12:00:00Z", file="medical.tsv")])
+
+    assert convert.glossaries_from_proto(message) == [
+        {"name": "medical", "entries": 12, "loaded_at": "2025-06-01T12:00:00Z",
+         "file": "medical.tsv"}]

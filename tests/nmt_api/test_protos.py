@@ -27,7 +27,7 @@ def test_is_stale_when_missing_or_older_than_the_proto(tmp_path):
     assert protos.is_stale(tmp_path)
 
 
-def test_the_service_has_its_four_rpcs():
+def test_the_service_has_its_five_rpcs():
     pb2, pb2_grpc = protos.load()
 
     assert pb2.DESCRIPTOR.package == "nmt.v1"
@@ -35,7 +35,7 @@ def test_the_service_has_its_four_rpcs():
     service = pb2.DESCRIPTOR.services_by_name["TranslationService"]
     assert service.full_name == protos.SERVICE_NAME == "nmt.v1.TranslationService"
     assert {m.name for m in service.methods} == {
-        "Translate", "TranslateStream", "Align", "GetModelInfo"}
+        "Translate", "TranslateStream", "Align", "GetModelInfo", "ListGlossaries"}
     align = service.methods_by_name["Align"]
     assert (align.input_type.name, align.output_type.name) == ("AlignRequest", "AlignResponse")
     assert align.output_type.fields_by_name["alignments"].message_type.name == "Translation"

@@ -67,6 +67,25 @@ def test_translate_gives_placeholders_back_exactly_unless_told_not_to(tiny_model
     assert kept == "%s\n"
 
 
+def test_translate_with_a_glossary_writes_its_terms(tiny_model_dir, capsys, tmp_path):
+    terms = tmp_path / "terms.tsv"
+    terms.write_text("black cat\tchat noir\nFirefox\tFirefox\n", encoding="utf-8")
+    model = ["translate", "--model", str(tiny_model_dir), "--beam-size", "1"]
+    code, out, _ = run_cli([*model, "--glossary", str(terms), "--alignment",
+                            "The black cat is here."], capsys)
+    assert code == 0
+    assert "chat noir" in out.splitlines()[0]
+    assert "glossary: 'black cat' 4:13 -> 'chat noir'" in out
+    _, plain, _ = run_cli([*model, "I love you."], capsys)
+    _, unmatched, _ = run_cli([*model, "--glossary", str(terms), "I love you."], capsys)
+    assert unmatched == plain, "a sentence without a term reads exactly as without a glossary"
+    terms.write_text("cat\tchat\ncat\tmatou\n", encoding="utf-8")
+    code, _, err = run_cli([*model, "--glossary", str(terms), "The cat."], capsys)
+    assert code == 2 and f"{terms}, line 2: 'cat' is already translated 'chat'" in err
+    code, _, err = run_cli([*model, "--glossary-exact-case", "The cat."], capsys)
+    assert code == 2 and "--glossary FILE" in err
+
+
 def test_bad_options_give_a_clear_error(tiny_model_dir, capsys):
     code, _, err = run_cli(["translate", "--model", str(tiny_model_dir), "--beam-size", "0",
                             "Hi."], capsys)
@@ -253,3 +272,35 @@ def test_export_records_a_recommended_beam_that_becomes_the_default(tiny_model_d
     assert cli.main(["export", "--from-export", str(tmp_path / "2"), "--out", str(tmp_path),
                      "--version", "3", "--recommended-beam-size", "0"]) == 2
     assert "beam_size must be between 1 and 64" in capsys.readouterr().err
+
+
+def test_translate_through_a_server_has_the_server_apply_the_glossary(tiny_server, capsys,
+                                                                      tmp_path):
+    terms = tmp_path / "terms.tsv"
+    terms.write_text("black cat\tchat noir\n", encoding="utf-8")
+    server = ["translate", "--server", tiny_server.target, "--beam-size", "1"]
+
+    code, out, _ = run_cli([*server, "--glossary", str(terms), "--alignment",
+                            "The black cat is here."], capsys)
+    assert code == 0 and "chat noir" in out.splitlines()[0].casefold()
+    assert "glossary: 'black cat' 4:13 -> " in out, "the terms the server applied"
+    code, _, err = run_cli([*server, "--glossary-id", "pets", "The cat."], capsys)
+    assert code == 1 and "the server answered NOT_FOUND: glossary_id 'pets'" in err
+    code, _, err = run_cli(["translate", "--glossary-id", "pets", "The cat."], capsys)
+    assert code == 2 and "--glossary-id names a glossary of a server: add --server" in err
+
+
+def test_translate_documents_with_a_glossary_in_process_and_through_a_server(
+        tiny_model_dir, tiny_server, capsys, tmp_path):
+    terms = tmp_path / "terms.tsv"
+    terms.write_text("black cat\tchat noir\n", encoding="utf-8")
+    line = "<p>The <b>black cat</b> is here.</p>"
+    outputs = []
+    for where in (["--model", str(tiny_model_dir)], ["--server", tiny_server.target]):
+        code, out, _ = run_cli(["translate", *where, "--beam-size", "1", "--format", "html",
+                                "--glossary", str(terms), line], capsys)
+        assert code == 0
+        outputs.append(out)
+
+    assert "<b>chat noir</b>" in outputs[0].casefold()
+    assert outputs[0] == outputs[1], "the server applies it as the command would"

@@ -96,7 +96,8 @@ def test_translate_answers_the_json_mapping_of_the_grpc_answer(server, stub):
     assert answer.json == _as_json(grpc_answer)
     best = answer.json["translations"][0]["hypotheses"][0]
     assert set(best) == {"text", "targetTokens", "score", "alignment", "wordAlignment",
-                         "attention", "confidence", "wordScores", "pieceScores"}
+                         "attention", "confidence", "wordScores", "pieceScores", "appliedTerms"}
+    assert best["appliedTerms"] == [], "no glossary, no term"
     assert best["confidence"] < 0 and len(best["pieceScores"]) == len(best["targetTokens"])
     assert len(best["wordScores"]) == len(best["text"].split())
     assert len(best["alignment"]) == len(best["targetTokens"])
@@ -149,7 +150,8 @@ def test_align_with_a_format_answers_the_json_mapping_of_the_grpc_answer(server,
     tagged, tags_only = answer.json["documents"]
     assert tagged["text"].count("<b>") == 1 and tagged["text"].count("</b>") == 1
     assert tagged["sentences"][0]["sentence"] == "Click Save now."
-    assert tags_only == {"text": "<br>", "sentences": [], "charAlignment": ""}
+    assert tags_only == {"text": "<br>", "sentences": [], "charAlignment": "",
+                         "appliedTerms": []}
 
 
 def test_align_with_malformed_markup_is_400_naming_the_source(server):
@@ -174,7 +176,7 @@ def test_documents_answer_the_json_mapping_of_the_grpc_answer(server, stub):
     assert answer.status == 200 and answer.json == _as_json(grpc_answer)
     assert answer.json["translations"] == []
     page, blank = answer.json["documents"]
-    assert blank == {"text": "", "sentences": [], "charAlignment": ""}
+    assert blank == {"text": "", "sentences": [], "charAlignment": "", "appliedTerms": []}
     assert page["text"].count("<b>") == 1 and page["text"].startswith("<p>")
     assert [s["sentence"] for s in page["sentences"]] == ["Click Save now.", "Thank you."]
     first = page["sentences"][0]
@@ -203,7 +205,8 @@ def test_model_info(server, stub):
     assert answer.json["name"] == "tiny" and answer.json["version"] == "1"
     assert (answer.json["precision"], answer.json["precisions"]) == ("float32", ["float32"])
     assert answer.json["limits"] == {"maxSentences": 8, "maxChars": 60,
-                                     "maxMessageBytes": "1024", "maxBeamSize": 6}
+                                     "maxMessageBytes": "1024", "maxBeamSize": 6,
+                                     "maxGlossaryEntries": 1000}
 
 
 def test_probes(server):
@@ -222,7 +225,7 @@ def test_openapi_describes_every_endpoint_with_the_servers_limits(server):
     validate(document)
     assert {path: set(ops) for path, ops in document["paths"].items()} == {
         "/v1/translate": {"post"}, "/v1/align": {"post"}, "/v1/model": {"get"},
-        "/healthz": {"get"}, "/readyz": {"get"}}
+        "/v1/glossaries": {"get"}, "/healthz": {"get"}, "/readyz": {"get"}}
     translate = document["paths"]["/v1/translate"]["post"]
     assert {"200", "400", "413", "429", "431", "503", "504"} <= set(translate["responses"])
     assert "security" not in translate  # this server has no token
@@ -232,7 +235,7 @@ def test_openapi_describes_every_endpoint_with_the_servers_limits(server):
     assert schemas["DecodeOptions"]["properties"]["beamSize"]["maximum"] == 6
     assert set(schemas["Hypothesis"]["properties"]) == {
         "text", "targetTokens", "score", "alignment", "wordAlignment", "attention",
-        "confidence", "wordScores", "pieceScores"}
+        "confidence", "wordScores", "pieceScores", "appliedTerms"}
     assert "mean log-probability" in schemas["Hypothesis"]["properties"]["confidence"][
         "description"]
     assert set(schemas["WordLinks"]["properties"]) == {"rule", "threshold"}
@@ -248,7 +251,7 @@ def test_openapi_describes_every_endpoint_with_the_servers_limits(server):
     projected = schemas["AlignResponse"]["properties"]["documents"]
     assert projected["items"] == {"$ref": "#/components/schemas/DocumentTranslation"}
     assert set(schemas["DocumentTranslation"]["properties"]) == {
-        "text", "sentences", "charAlignment"}
+        "text", "sentences", "charAlignment", "appliedTerms"}
     assert set(schemas["DocumentSentence"]["properties"]) == {
         "sourceStart", "sourceEnd", "targetStart", "targetEnd", "sentence", "translation"}
     assert "end excluded" in schemas["DocumentSentence"]["properties"]["sourceEnd"].get(
@@ -439,7 +442,7 @@ def test_a_full_queue_is_429_with_retry_after(server, stub, module_gate):
             sentences=["Hold the model."], options=pb2.DecodeOptions(beam_size=1)))
         assert gate.started.wait(30)
         queued = stub.Translate.future(pb2.TranslateRequest(
-            sentences=["q"] * 8, options=pb2.DecodeOptions(beam_size=1)))
+            sentences=[f"q{i}" for i in range(8)], options=pb2.DecodeOptions(beam_size=1)))
         _wait_for(lambda: server.server._batcher.depth == 8)
         answer = _post(server, "/v1/translate", {"sentences": ["a", "b", "c", "d", "e"]})
     finally:

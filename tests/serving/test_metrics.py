@@ -16,7 +16,12 @@ EXPECTED = {
     "nmt_translated_tokens": "counter",
     "nmt_dropped_sentences": "counter",
     "nmt_model_loads": "counter",
+    "nmt_glossary_loads": "counter",
     "nmt_model": "info",
+    "nmt_cache_lookups": "counter",
+    "nmt_cache_evictions": "counter",
+    "nmt_cache_entries": "gauge",
+    "nmt_cache_bytes": "gauge",
 }
 
 

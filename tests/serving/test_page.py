@@ -235,6 +235,35 @@ def test_document_mode_reports_malformed_markup(server, browser):
     assert not browser.find_element("id", "document-result").is_displayed()
 
 
+def test_a_glossary_typed_in_its_box_is_applied_and_its_terms_marked(server, browser):
+    sentence = "The black cat is here."
+    expected = _api(server, "/v1/translate", {
+        "sentences": [sentence], "options": {"beamSize": 1, "nBest": 1},
+        "glossary": {"entries": [{"source": "black cat", "target": "chat noir"}]}})
+    [term] = expected["translations"][0]["hypotheses"][0]["appliedTerms"]
+
+    browser.get(_url(server))
+    page.wait_for_state(browser, ("ready",))
+    for element_id, value in (("source", sentence), ("beam-size", "1"), ("n-best", "1"),
+                              ("glossary", "# mine\nblack cat = chat noir")):
+        field = browser.find_element("id", element_id)
+        field.clear()
+        field.send_keys(value)
+    assert not browser.find_element("id", "glossary-id-field").is_displayed(), (
+        "this server has no named glossary")
+    browser.find_element("id", "submit").click()
+    assert page.wait_for_state(browser, ("done", "error")) == "done"
+
+    [marked] = _css(browser, ".hyp .text mark.term")
+    assert marked.text == term["target"] and "chat noir" in marked.get_attribute("title")
+    assert [e.text for e in _css(browser, ".source-text mark.term")] == ["black cat"]
+    browser.find_element("id", "glossary").send_keys("\nno separator here")
+    browser.find_element("id", "submit").click()
+    assert page.wait_for_state(browser, ("done", "error")) in ("done", "error")
+    assert "Glossary line 3: write the English term, a tab (or =)" in (
+        browser.find_element("id", "error").text)
+
+
 def test_phone_width_labels_and_keyboard(server, browser, tmp_path):
     browser.set_window_size(390, 844)
     try:

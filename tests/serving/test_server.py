@@ -14,6 +14,7 @@ from nmt.constants import METADATA_PATH
 from nmt_api import protos
 from nmt_api.client import TranslationClient
 from nmt_api.protos import SERVICE_NAME
+from serving.cache import CacheConfig
 from serving.server import ServerConfig
 from serving.testing import ServerThread
 
@@ -103,19 +104,24 @@ def test_hot_reload_serves_a_good_new_version_and_keeps_it_over_a_broken_one(
     base = tmp_path / "models"
     base.mkdir()
     _publish_version(base, tiny_model_dir / "1", 1, "tiny-v1")
-    running = ServerThread(_config(base, poll_interval_s=0.2))
+    running = ServerThread(_config(base, poll_interval_s=0.2, cache=CacheConfig()))
     client = TranslationClient(running.target, timeout=60)
     registry = running.server.metrics.registry
+    hits = lambda: registry.get_sample_value("nmt_cache_lookups_total", {"result": "hit"})  # noqa: E731
     try:
         running.wait_until_serving()
         assert client.model_info()["version"] == 1
+        with grpc.insecure_channel(running.target) as channel:
+            stub = pb2_grpc.TranslationServiceStub(channel)
+            first, again = (stub.Translate(_fast(["Hello."])) for _ in range(2))
+        assert again.translations[0] == first.translations[0] and hits() == 1
 
         _publish_version(base, tiny_model_dir / "1", 2, "tiny-v2")
         _wait_for(lambda: client.model_info()["version"] == 2)
         assert client.model_info()["name"] == "tiny-v2"
         with grpc.insecure_channel(running.target) as channel:
             response = pb2_grpc.TranslationServiceStub(channel).Translate(_fast(["Hello."]))
-        assert response.model_version == 2
+        assert response.model_version == 2 and hits() == 1  # version 1's answer not served
 
         with caplog.at_level(logging.ERROR, logger="nmt.serving.model_store"):
             (base / "3").mkdir()

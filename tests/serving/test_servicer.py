@@ -167,7 +167,7 @@ def test_a_full_queue_is_resource_exhausted(server, stub, module_gate):
     try:
         blocker = stub.Translate.future(_request(["Hold the model."], beam_size=1))
         assert gate.started.wait(30)
-        queued = stub.Translate.future(_request(["q"] * 8, beam_size=1))
+        queued = stub.Translate.future(_request([f"q{i}" for i in range(8)], beam_size=1))
         time.sleep(0.2)
         code, details = _code(lambda: stub.Translate(_request(["one", "too", "many", "x", "y"],
                                                               beam_size=1)))
@@ -234,7 +234,7 @@ def test_model_info(client):
     assert info["source_vocab_size"] == 200 and info["target_vocab_size"] == 200
     assert info["metadata"]["model_config"]["hidden_dim"] == 32
     assert info["limits"] == {"max_sentences": 8, "max_chars": 60, "max_message_bytes": 1024,
-                              "max_beam_size": 6}
+                              "max_beam_size": 6, "max_glossary_entries": 1000}
     assert (info["precision"], info["precisions"]) == ("float32", ["float32"])
 
 

@@ -22,7 +22,18 @@ def test_defaults():
     assert args.http_port == 8080 and args.http_host is None
     assert (args.intra_op_threads, args.inter_op_threads) == (1, 0)
     assert args.precision == "auto"
+    assert (args.cache_entries, args.cache_mb, args.no_cache) == (50_000, 128, False)
     assert args.func is run_serve
+
+
+def test_the_cache_is_on_by_default_and_can_be_sized_or_turned_off(tmp_path):
+    assert config_from_args(_parse("--model", str(tmp_path))).cache.enabled
+    sized = config_from_args(_parse("--model", str(tmp_path), "--cache-entries", "10",
+                                    "--cache-mb", "0.5")).cache
+    assert (sized.max_entries, sized.max_bytes) == (10, 500_000)
+    assert not config_from_args(_parse("--model", str(tmp_path), "--no-cache")).cache.enabled
+    with pytest.raises(ValueError, match="max_entries=-1"):
+        config_from_args(_parse("--model", str(tmp_path), "--cache-entries", "-1"))
 
 
 def test_options_make_the_config(tmp_path, monkeypatch):
@@ -72,3 +83,18 @@ def test_nmt_serve_reports_a_missing_model_directory(tmp_path, capsys):
 
     assert main(["serve", "--model", str(tmp_path / "missing")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_glossaries_directory_and_inline_limit(tmp_path):
+    args = _parse("--model", str(tmp_path), "--glossaries", str(tmp_path),
+                  "--max-glossary-entries", "50")
+
+    config = config_from_args(args)
+
+    assert config.glossaries_dir == tmp_path and config.limits.max_glossary_entries == 50
+    default = config_from_args(_parse("--model", str(tmp_path)))
+    assert default.glossaries_dir is None and default.limits.max_glossary_entries == 1000
+    with pytest.raises(FileNotFoundError, match="glossary directory .* does not exist"):
+        config_from_args(_parse("--model", str(tmp_path), "--glossaries", str(tmp_path / "no")))
+    with pytest.raises(ValueError, match="max_glossary_entries must be at most 10000"):
+        config_from_args(_parse("--model", str(tmp_path), "--max-glossary-entries", "20000"))

@@ -6,6 +6,7 @@ from nmt.types import DecodeOptions
 from nmt_api import protos
 from serving.errors import InvalidArgument, LimitExceeded
 from serving.validation import (
+    GlossaryRequest,
     Limits,
     UndecodableRequest,
     lenient_deserializer,
@@ -106,6 +107,45 @@ def test_limits_are_validated():
         Limits(max_beam_size=65)
     with pytest.raises(ValueError, match=r"the default beam"):
         Limits(max_beam_size=4)
+    with pytest.raises(ValueError, match=r"max_glossary_entries must be at most 10000"):
+        Limits(max_glossary_entries=10_001)
+
+
+def _glossary(entries=0, **fields):
+    return pb2.TranslateRequest(sentences=["Hi."], glossary=pb2.Glossary(
+        entries=[pb2.GlossaryEntry(source=f"term {i}", target=f"terme {i}")
+                 for i in range(entries)], **fields))
+
+
+def test_a_glossary_is_carried_as_sent():
+    parsed = parse_request(_glossary(2, exact_case=True, glossary_id="medical"), LIMITS)
+
+    assert parsed.glossary == GlossaryRequest((("term 0", "terme 0"), ("term 1", "terme 1")),
+                                              True, "medical")
+
+
+@pytest.mark.parametrize("request_", [
+    pb2.TranslateRequest(sentences=["Hi."]),
+    pb2.TranslateRequest(sentences=["Hi."], glossary=pb2.Glossary()),
+    pb2.TranslateRequest(sentences=["Hi."], glossary=pb2.Glossary(exact_case=True)),
+])
+def test_no_entry_and_no_name_is_no_glossary(request_):
+    assert parse_request(request_, LIMITS).glossary is None
+
+
+def test_too_many_glossary_entries_name_the_limit_and_what_to_do():
+    limits = Limits(max_glossary_entries=3)
+    assert len(parse_request(_glossary(3), limits).glossary.entries) == 3
+
+    with pytest.raises(LimitExceeded, match=r"^request 1 of the stream: too many glossary "
+                       r"entries: at most 3 per request \(max_glossary_entries\)\. Received: 4 "
+                       r"entries; put the glossary on the server \(nmt serve --glossaries DIR\)"):
+        parse_request(_glossary(4), limits, index=1)
+
+
+def test_a_long_glossary_id_is_refused():
+    with pytest.raises(InvalidArgument, match=r"glossary_id is too long: at most 128"):
+        parse_request(_glossary(glossary_id="x" * 129), LIMITS)
 
 
 def test_valid_bytes_parse_normally():
