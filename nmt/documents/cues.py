@@ -8,8 +8,8 @@ rules.
     text = render_cue_text(cue.text, cues[c].units, parts_of_that_cue, escape=False)
 
 A cue's tags become `nmt.documents.markup` items (paired tags elements, the
-rest standalone points), so its sentences are that module's `_Unit`s and
-are written with its projection (`nmt.documents.projection._render`).
+rest standalone points), so its sentences are that module's `Unit`s and
+are written with its projection (`nmt.documents.projection.render_unit`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import html
 import re
 from collections.abc import Sequence
 
-from nmt.documents.markup import _block_units, _blocks, _with_pieces
-from nmt.documents.parsing import _Element, _Item
+from nmt.documents.markup import block_runs, block_units, with_pieces
+from nmt.documents.parsing import Element, Item
 from nmt.documents.placeholders import KINDS, MARKUP_KINDS, Piece
-from nmt.documents.projection import _render, _Unit
+from nmt.documents.projection import Unit, render_unit
 from nmt.documents.sentences import SentenceResult, sentence_spans
 
 CUE_FORMATS = ("srt", "vtt")
@@ -59,12 +59,12 @@ class CueText:
     """A cue's text as the model reads it.
 
     Attributes:
-        units: its sentences (`_Unit`s of `nmt.documents.markup`), in order.
+        units: its sentences (`Unit`s of `nmt.documents.markup`), in order.
         opens: it starts with an ellipsis (`...the market.`), kept verbatim.
         closes: it ends with one (`I was going to...`), kept verbatim.
     """
 
-    units: list[_Unit]
+    units: list[Unit]
     opens: bool = False
     closes: bool = False
 
@@ -123,34 +123,34 @@ def _pairs(tokens: list[list]) -> dict[int, int]:
     return pairs
 
 
-def _items(text: str, tokens: list[list], format: str, placeholders: bool) -> list[_Item]:
+def _items(text: str, tokens: list[list], format: str, placeholders: bool) -> list[Item]:
     """The cue text as markup items: elements for paired tags, points for the rest. A
     speaker's turn (a voice tag, a line opening with a dash) is a block, as are the
     elements around it: it ends sentences and stays where it is."""
     pairs = _pairs(tokens)
     turns = [start for kind, start, _, name in tokens if kind == "turn" or name == _VOICE]
-    elements: dict[int, _Element] = {}
+    elements: dict[int, Element] = {}
     items = []
     for index, (kind, start, end, name) in enumerate(tokens):
         if kind == "open" and index in pairs:
             close = tokens[pairs[index]]
             block = name == _VOICE or any(end <= at < close[1] for at in turns)
-            element = _Element(name, start, block=block, open_end=end, close_start=close[1],
-                               close_end=close[2])
+            element = Element(name, start, block=block, open_end=end, close_start=close[1],
+                              close_end=close[2])
             elements[pairs[index]] = element
-            items.append(_Item("open", start, end, element=element))
+            items.append(Item("open", start, end, element=element))
         elif kind == "close" and index in elements:
-            items.append(_Item("close", start, end, element=elements[index]))
+            items.append(Item("close", start, end, element=elements[index]))
         elif kind in ("text", "entity"):
             raw = text[start:end]
-            items.append(_Item("text", start, end, html.unescape(raw) if kind == "entity"
-                               else raw))
+            items.append(Item("text", start, end, html.unescape(raw) if kind == "entity"
+                              else raw))
         else:
             piece = Piece(start, end, text[start:end], True) if kind == "timestamp" else None
-            items.append(_Item("point", start, end, block=kind == "turn" or name == _VOICE,
-                               space=name == "br", piece=piece))
+            items.append(Item("point", start, end, block=kind == "turn" or name == _VOICE,
+                              space=name == "br", piece=piece))
     if placeholders:
-        items = _with_pieces(text, items, KINDS if format == "srt" else MARKUP_KINDS)
+        items = with_pieces(text, items, KINDS if format == "srt" else MARKUP_KINDS)
     return items
 
 
@@ -166,7 +166,7 @@ def read_cue_text(text: str, format: str, placeholders: bool = True) -> CueText:
     if not tokens:
         return CueText([])
     items = _items(text, tokens, format, placeholders)
-    units = [unit for run in _blocks(items, True) for unit in _block_units(text, run, True)]
+    units = [unit for run in block_runs(items, True) for unit in block_units(text, run, True)]
     kinds = [kind for kind, start, end, _ in tokens
              if kind == "ellipsis" or (kind in ("text", "entity") and text[start:end].strip())]
     return CueText(units, kinds[:1] == ["ellipsis"], kinds[-1:] == ["ellipsis"])
@@ -266,7 +266,7 @@ def cue_boundaries(sizes: Sequence[int], words: Sequence[str], links,
     return cuts[::-1]
 
 
-def split_translation(units: Sequence[_Unit], result: SentenceResult) -> list[tuple]:
+def split_translation(units: Sequence[Unit], result: SentenceResult) -> list[tuple]:
     """Each unit's part of a sentence's translation, the units being the sentence's parts
     in consecutive cues.
 
@@ -299,7 +299,7 @@ def split_translation(units: Sequence[_Unit], result: SentenceResult) -> list[tu
 # A cue's text written with its parts of the translations.
 
 
-def _rewrapped(unit: _Unit, text: str, rendered: str, spans: Sequence[tuple[int, int]],
+def _rewrapped(unit: Unit, text: str, rendered: str, spans: Sequence[tuple[int, int]],
                links) -> str:
     """`rendered` with the unit's line breaks: its words split over its lines as a sentence
     is over cues (`cue_boundaries`, lines of at most MAX_LINE_CHARS or the source's longest
@@ -331,7 +331,7 @@ def _space_in(rendered: str, spans: Sequence[tuple[int, int]], gap: int) -> int 
     return next((start + k for k, char in enumerate(masked) if char.isspace()), None)
 
 
-def render_cue_text(text: str, units: Sequence[_Unit], parts: Sequence[tuple],
+def render_cue_text(text: str, units: Sequence[Unit], parts: Sequence[tuple],
                     escape: bool) -> str:
     """A cue's text with each of its units replaced by its part of a translation.
 
@@ -343,7 +343,7 @@ def render_cue_text(text: str, units: Sequence[_Unit], parts: Sequence[tuple],
     """
     pieces, cursor = [], 0
     for unit, (target, links, matrix) in zip(units, parts, strict=True):
-        rendered, spans = _render(unit, target, links, matrix, escape=escape)
+        rendered, spans = render_unit(unit, target, links, matrix, escape=escape)
         pieces += [text[cursor:unit.region[0]], _rewrapped(unit, text, rendered, spans, links)]
         cursor = unit.region[1]
     pieces.append(text[cursor:])

@@ -74,11 +74,11 @@ from nmt.documents.parsing import (  # noqa: F401  (the limits: part of this mod
     MAX_DEPTH,
     MAX_MARKUP_CHARS,
     MAX_TAG_CHARS,
+    Element,
+    Item,
     MarkupError,
     Verbatim,
     _check_length,
-    _Element,
-    _Item,
     _parse,
 )
 from nmt.documents.placeholders import (
@@ -88,7 +88,7 @@ from nmt.documents.placeholders import (
     find_placeholders,
     verbatim_pieces,
 )
-from nmt.documents.projection import _Node, _render, _Unit
+from nmt.documents.projection import Unit, _Node, render_unit
 from nmt.documents.sentences import (
     DocumentPlan,
     DocumentTranslation,
@@ -114,7 +114,7 @@ class _Block:
     """The plain text of a run of inline items, and where each character came from."""
 
     text: str  # the whole document
-    items: list[_Item]
+    items: list[Item]
     plain: str
     raw_start: list[int]  # per plain character
     raw_end: list[int]
@@ -122,7 +122,7 @@ class _Block:
     item_starts: list[int]  # where each item starts in the document
 
 
-def _blocks(items: list[_Item], split: bool) -> list[list[_Item]]:
+def block_runs(items: list[Item], split: bool) -> list[list[Item]]:
     """Runs of inline items between block elements (one run when not splitting)."""
     if not split:
         return [items]
@@ -139,7 +139,7 @@ def _blocks(items: list[_Item], split: bool) -> list[list[_Item]]:
     return [run for run in runs if run]
 
 
-def _fold_wordless(text: str, items: list[_Item]) -> list[_Item]:
+def _fold_wordless(text: str, items: list[Item]) -> list[Item]:
     """Each element that encloses no word becomes one point (kept verbatim); one that
     holds placeholders (`<b>%d</b>`) is a piece like them."""
     letters, opened, wordless = 0, [], set()
@@ -161,14 +161,14 @@ def _fold_wordless(text: str, items: list[_Item]) -> list[_Item]:
                 point.piece = Piece(point.start, point.end, text[point.start:point.end], ordered)
             continue
         if item.kind == "open" and id(item.element) in wordless:
-            folded.append(_Item("point", item.start, item.element.close_end))
+            folded.append(Item("point", item.start, item.element.close_end))
             skip_until = item.element
         else:
             folded.append(item)
     return folded
 
 
-def _block(text: str, items: list[_Item]) -> _Block:
+def _block(text: str, items: list[Item]) -> _Block:
     plain, raw_start, raw_end, positions = [], [], [], {}
     for item in items:
         positions[id(item)] = len(plain)
@@ -260,7 +260,8 @@ def _sentence_spans(block: _Block) -> list[Span]:
     return spans
 
 
-def _block_units(text: str, items: list[_Item], split: bool) -> list[_Unit]:
+def block_units(text: str, items: list[Item], split: bool) -> list[Unit]:
+    """The sentences (`split`) or the one unit of a run of inline items (`block_runs`)."""
     block = _block(text, _fold_wordless(text, items))
     ranges = _element_ranges(block)
     if split:
@@ -269,7 +270,7 @@ def _block_units(text: str, items: list[_Item], split: bool) -> list[_Unit]:
         spans = [span] if (span := _trim(block.plain)) else []
     spans = _merge_crossed(spans, list(ranges.values()))
     starts = [start for start, _ in spans]
-    inside: dict[int, list[_Element]] = {}
+    inside: dict[int, list[Element]] = {}
     for item in block.items:
         if item.kind == "open":
             a, b = ranges[id(item.element)]
@@ -289,7 +290,7 @@ def _trim(text: str) -> Span | None:
 
 
 def _unit(block: _Block, span: Span, ranges: dict[int, Span],
-          elements: list[_Element]) -> _Unit:
+          elements: list[Element]) -> Unit:
     s0, s1 = span
     region = (min([block.raw_start[s0], *(e.start for e in elements)]),
               max([block.raw_end[s1 - 1], *(e.close_end for e in elements)]))
@@ -325,7 +326,7 @@ def _unit(block: _Block, span: Span, ranges: dict[int, Span],
         else:
             stack.pop()
             stack[-1][-1].close = raw
-    return _Unit(region, words, raw_spans, tuple(root))
+    return Unit(region, words, raw_spans, tuple(root))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,7 +361,7 @@ class MarkupPlan:
 
     text: str
     format: str
-    units: tuple[_Unit, ...]
+    units: tuple[Unit, ...]
 
     @property
     def sentences(self) -> list[str]:
@@ -385,9 +386,9 @@ class MarkupPlan:
         words = []
         for unit, result in zip(self.units, results, strict=True):
             between = self.text[cursor:unit.region[0]]
-            rendered, target_spans = _render(unit, result.text, result.word_alignment,
-                                             getattr(result, "word_matrix", None),
-                                             escape=self.format != "text")
+            rendered, target_spans = render_unit(unit, result.text, result.word_alignment,
+                                                  getattr(result, "word_matrix", None),
+                                                  escape=self.format != "text")
             start = length + len(between)
             words.append(tuple((a + start, b + start) for a, b in target_spans))
             pieces += [between, rendered]
@@ -401,7 +402,7 @@ class MarkupPlan:
                                  target_word_spans=tuple(words))
 
 
-def _link_spans(unit: _Unit, target_spans: list[Span], offset: int, links) -> list[SpanLink]:
+def _link_spans(unit: Unit, target_spans: list[Span], offset: int, links) -> list[SpanLink]:
     pairs = []
     for i, j in sorted(set(links)):
         if 0 <= i < len(unit.word_spans) and 0 <= j < len(target_spans):
@@ -433,8 +434,8 @@ def plan_markup(text: str, format: str, split: bool = True, placeholders: bool =
     """
     items = _parse(text, format, verbatim)
     if placeholders:
-        items = _with_pieces(text, items, MARKUP_KINDS)
-    units = [unit for run in _blocks(items, split) for unit in _block_units(text, run, split)]
+        items = with_pieces(text, items, MARKUP_KINDS)
+    units = [unit for run in block_runs(items, split) for unit in block_units(text, run, split)]
     return MarkupPlan(text=text, format=format, units=tuple(units))
 
 
@@ -456,27 +457,27 @@ def plan_text(text: str, split: bool = True) -> MarkupPlan:
     """
     if not isinstance(text, str):
         raise TypeError(f"A document must be a str. Received: {type(text).__name__}")
-    items = _with_pieces(text, _text_items(text, split), KINDS)
-    units = [unit for run in _blocks(items, split) for unit in _block_units(text, run, split)]
+    items = with_pieces(text, _text_items(text, split), KINDS)
+    units = [unit for run in block_runs(items, split) for unit in block_units(text, run, split)]
     return MarkupPlan(text=text, format="text", units=tuple(units))
 
 
-def _text_items(text: str, split: bool) -> list[_Item]:
+def _text_items(text: str, split: bool) -> list[Item]:
     """Plain text as items: its lines, each line break a block point when splitting."""
     if not split:
-        return [_Item("text", 0, len(text), text)] if text else []
+        return [Item("text", 0, len(text), text)] if text else []
     items, start = [], 0
     for line in text.splitlines(keepends=True):
         body = len(line.splitlines()[0])
         if body:
-            items.append(_Item("text", start, start + body, line[:body]))
+            items.append(Item("text", start, start + body, line[:body]))
         if body < len(line):
-            items.append(_Item("point", start + body, start + len(line), block=True))
+            items.append(Item("point", start + body, start + len(line), block=True))
         start += len(line)
     return items
 
 
-def _with_pieces(text: str, items: list[_Item], kinds) -> list[_Item]:
+def with_pieces(text: str, items: list[Item], kinds) -> list[Item]:
     """`items` with each verbatim piece (`verbatim_pieces`) of their text as a point;
     `items` themselves where there is none.
 
@@ -503,19 +504,19 @@ def _with_pieces(text: str, items: list[_Item], kinds) -> list[_Item]:
     return out
 
 
-def _pieces_of(text: str, start: int, end: int, kinds) -> list[_Item]:
+def _pieces_of(text: str, start: int, end: int, kinds) -> list[Item]:
     """`text[start:end]` as text items and one point per verbatim piece; [] without one."""
     found = verbatim_pieces(text[start:end], kinds)
     items, cursor = [], start
     for piece in found:
         a, b = start + piece.start, start + piece.end
         if cursor < a:
-            items.append(_Item("text", cursor, a, text[cursor:a]))
-        items.append(_Item("point", a, b, space=html.unescape(piece.text).isspace(),
+            items.append(Item("text", cursor, a, text[cursor:a]))
+        items.append(Item("point", a, b, space=html.unescape(piece.text).isspace(),
                            piece=dataclasses.replace(piece, start=a, end=b)))
         cursor = b
     if found and cursor < end:
-        items.append(_Item("text", cursor, end, text[cursor:end]))
+        items.append(Item("text", cursor, end, text[cursor:end]))
     return items
 
 

@@ -2,7 +2,7 @@
 `nmt.documents.markup`.
 
 Text, start and end tags, and points (standalone tags, comments, elements not
-to translate, kept verbatim) become `_Item`s with their character offsets in the
+to translate, kept verbatim) become `Item`s with their character offsets in the
 document as given; nesting and the limits below are checked here, and
 malformed markup raises `MarkupError` naming the position and what to change.
 The items are this package's internals (`nmt.documents.markup` builds its
@@ -61,7 +61,7 @@ class MarkupError(ValueError):
 
 
 @dataclasses.dataclass(eq=False)
-class _Element:
+class Element:
     name: str
     start: int  # where its start tag begins
     block: bool = False
@@ -71,14 +71,14 @@ class _Element:
 
 
 @dataclasses.dataclass(eq=False)
-class _Item:
+class Item:
     """One piece of the document: `text`, `open`, `close` or `point` (kept verbatim)."""
 
     kind: str
     start: int
     end: int
     plain: str = ""  # text: the characters it stands for
-    element: _Element | None = None
+    element: Element | None = None
     block: bool = False  # point: a block element (ends sentences)
     space: bool = False  # point: stands for a space in the plain text (HTML <br>)
     piece: Piece | None = None  # point: a verbatim piece of the text (a placeholder)
@@ -89,17 +89,17 @@ class _Builder:
 
     def __init__(self, text: str):
         self.text = text
-        self.items: list[_Item] = []
-        self.stack: list[_Element] = []
-        self.opaque: _Element | None = None  # the untranslated element being skipped
+        self.items: list[Item] = []
+        self.stack: list[Element] = []
+        self.opaque: Element | None = None  # the untranslated element being skipped
 
     def data(self, start: int, end: int, plain: str) -> None:
         if self.opaque is None and start < end:
-            self.items.append(_Item("text", start, end, plain))
+            self.items.append(Item("text", start, end, plain))
 
     def point(self, start: int, end: int, block: bool = False) -> None:
         if self.opaque is None:
-            self.items.append(_Item("point", start, end, block=block))
+            self.items.append(Item("point", start, end, block=block))
         if block:
             self._blocks_ancestors()
 
@@ -122,14 +122,14 @@ class _Builder:
 
     def start(self, name: str, start: int, end: int, opaque: bool, block: bool) -> None:
         self.check_tag(start, end)
-        element = _Element(name, start, block=block, open_end=end)
+        element = Element(name, start, block=block, open_end=end)
         if block:
             self._blocks_ancestors()
         self.stack.append(element)
         if self.opaque is None and opaque:
             self.opaque = element
         elif self.opaque is None:
-            self.items.append(_Item("open", start, end, element=element))
+            self.items.append(Item("open", start, end, element=element))
 
     def end(self, name: str, start: int, end: int) -> None:
         if not self.stack:
@@ -146,9 +146,9 @@ class _Builder:
             self.opaque = None
             self.point(element.start, end, element.block)
         elif self.opaque is None:
-            self.items.append(_Item("close", start, end, element=element))
+            self.items.append(Item("close", start, end, element=element))
 
-    def finish(self) -> list[_Item]:
+    def finish(self) -> list[Item]:
         if self.stack:
             element = self.stack[-1]
             raise MarkupError(self.text, element.start, f"<{element.name}> is never closed",
@@ -220,7 +220,7 @@ class _HtmlEvents(HTMLParser):
         self._add("other")
 
 
-def _parse_html(text: str) -> list[_Item]:
+def _parse_html(text: str) -> list[Item]:
     parser = _HtmlEvents()
     parser.feed(text)
     parser.close()
@@ -292,7 +292,7 @@ class _TooDeep(Exception):
         self.byte_index = byte_index
 
 
-def _parse_xml(text: str, verbatim: Verbatim | None = None) -> list[_Item]:
+def _parse_xml(text: str, verbatim: Verbatim | None = None) -> list[Item]:
     head = f"<{_WRAPPER}>"
     wrapped = f"{head}{text}</{_WRAPPER}>"
     events = _XmlEvents()
@@ -377,7 +377,7 @@ def _xml_event(builder: _Builder, text: str, kind: str, start: int, end: int, pa
         builder.point(start, end)
 
 
-def _parse(text: str, format: str, verbatim: Verbatim | None = None) -> list[_Item]:
+def _parse(text: str, format: str, verbatim: Verbatim | None = None) -> list[Item]:
     """The document's items; `verbatim` picks further XML elements to keep whole."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}. Received: format={format!r}")

@@ -1,9 +1,9 @@
 """Inline nodes put onto a translation through its word links: the last step of
 `nmt.documents.markup`.
 
-A sentence's elements and points (`_Node`s of a `_Unit`) are placed among the
+A sentence's elements and points (`_Node`s of a `Unit`) are placed among the
 target words (`_place`, reading the links with the rules of `_Alignment`), and
-the target sentence is written with every tag in place (`_render`). See
+the target sentence is written with every tag in place (`render_unit`). See
 `nmt.documents.markup` for the rules; these are the package's internals.
 """
 
@@ -44,7 +44,7 @@ class _Node:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Unit:
+class Unit:
     """One sentence of a marked-up document.
 
     Attributes:
@@ -290,8 +290,8 @@ def _is_empty(kind: str, value) -> bool:
     return kind in ("open", "close") and value.lo == value.hi
 
 
-def _render(unit: _Unit, target: str, links, matrix=None,
-            escape: bool = True) -> tuple[str, list[Span]]:
+def render_unit(unit: Unit, target: str, links, matrix=None,
+                escape: bool = True) -> tuple[str, list[Span]]:
     """The target sentence with the unit's tags in place, and each target word's span in it.
 
     Args:
