@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from batch.file_tree_cli import add_file_tree_options, run_file_tree
 from batch.options import (
     add_document_format_option,
     add_glossary_options,
@@ -28,10 +29,14 @@ def add_batch_parser(sub) -> None:
     """Registers `nmt batch` on the `nmt` command's subparsers."""
     p = sub.add_parser(
         "batch", help="translate a file (text, TSV or JSON Lines; .gz ok) into JSON Lines or text",
-        description="Translates INPUT line by line into OUTPUT, in input order. Stops safely at "
-                    "any point: rerun with --resume to continue.")
-    p.add_argument("input", type=Path, help="input file; .gz is decompressed")
-    p.add_argument("output", type=Path, help="output file; .gz is compressed")
+        description="Translates INPUT line by line into OUTPUT, in input order; or, when INPUT "
+                    "is a directory, every PO/POT, XLIFF, SRT/WebVTT, .docx and Markdown file "
+                    "under it into the same place under the directory OUTPUT, formats kept. "
+                    "Stops safely at any point: rerun with --resume to continue.")
+    p.add_argument("input", type=Path, help="input file (.gz is decompressed), or a directory "
+                                            "of files to translate whole")
+    p.add_argument("output", type=Path, help="output file (.gz is compressed), or the directory "
+                                             "to write translated files in")
     where = p.add_mutually_exclusive_group()
     add_model_option(where)
     where.add_argument("--server", metavar="HOST:PORT", help="translate through `nmt serve`")
@@ -48,6 +53,7 @@ def add_batch_parser(sub) -> None:
     p.add_argument("--window", type=int, default=2000,
                    help="lines sorted by length and committed together (default 2000)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_file_tree_options(p)
     add_translation_options(p)
     add_precision_option(p)
     p.set_defaults(func=run_batch)
@@ -80,6 +86,8 @@ def _config(args):
 def run_batch(args) -> int:
     from batch.job import run_job
 
+    if args.input.is_dir():
+        return run_file_tree(args, _make_engine)
     config = _config(args)
     engine = _make_engine(args)
     progress = JobProgress(config.input, enabled=not args.no_progress and sys.stderr.isatty())

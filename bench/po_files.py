@@ -17,14 +17,20 @@ entries (contexts, msgids, comments, references, obsolete entries), flags
 form has its msgid's, `nmt.documents.placeholders`), lines changed outside
 the written msgstr, flags and header fields (0 expected), `msgfmt --check`
 (and with `--use-fuzzy`, which checks the machine translations too), and
-reStructuredText roles and literals (:func:`len`, ``code``) found verbatim
-in the translation. The round trip: the original python-docs file translated
-as it is (its translations kept, its few untranslated messages filled): lines
-changed outside what was written (0 expected), against the lines polib's own
-save rewrites in the original file at its best wrap width.
+reStructuredText's inline markup kept: each role, literal, reference and a
+line's final `::` of a msgid (kind `rest` of `nmt.documents.placeholders`:
+:func:`len`, ``code``, `text <url>`_, |version|, [#]_) found in the
+translation exactly as often. `--no-rest` lets the model read that markup (as
+before it was protected); by default a file whose references name `.rst`
+files keeps it (`nmt.documents.po.is_restructuredtext`). The round trip: the
+original python-docs file translated as it is (its translations kept, its few
+untranslated messages filled): lines changed outside what was written (0
+expected), against the lines polib's own save rewrites in the original file at
+its best wrap width.
 
     python bench/po_files.py [--model models/en-fr] [--data ../shared/data]
         [--files godot-extractable.pot ...] [--limit N] [--no-scale] [--batch-size 64]
+        [--rest | --no-rest]
 """
 
 from __future__ import annotations
@@ -33,7 +39,6 @@ import argparse
 import collections
 import difflib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -49,7 +54,7 @@ import polib  # noqa: E402
 
 from bench.inputs import add_model_and_data_arguments, machine  # noqa: E402
 from nmt.constants import DEFAULT_BATCH_SIZE  # noqa: E402
-from nmt.documents.placeholders import find_placeholders  # noqa: E402
+from nmt.documents.placeholders import KINDS, find_placeholders  # noqa: E402
 from nmt.documents.po import FUZZY, PoOptions, read_po, translate_po  # noqa: E402
 from nmt.evaluation.metrics import corpus_scores  # noqa: E402
 
@@ -57,9 +62,6 @@ SCORED = ("python-docs-faq-general.po", "python-docs-tutorial-introduction.po",
           "python-docs-tutorial-controlflow.po", "godot-extractable.pot")
 SCALE = "godot-editor.pot"
 REFERENCES = {"godot-extractable.pot": "godot-extractable-fr.po"}
-# reStructuredText inline markup that must come back as written: roles, inline literals,
-# hyperlink references.
-_REST = re.compile(r"(?::[\w.+-]+)+:`[^`]+`|``[^`]+``|`[^`]+`__?")
 
 
 def key(entry: polib.POEntry) -> tuple:
@@ -115,8 +117,8 @@ def prepare(data_dir: Path, name: str, limit: int) -> tuple[bytes, dict]:
     return data, references
 
 
-def placeholder_counts(text: str) -> collections.Counter:
-    return collections.Counter(p.text for p in find_placeholders(text))
+def placeholder_counts(text: str, kinds=KINDS) -> collections.Counter:
+    return collections.Counter(p.text for p in find_placeholders(text, kinds))
 
 
 def structure(before: bytes, after: bytes) -> dict:
@@ -142,9 +144,9 @@ def structure(before: bytes, after: bytes) -> dict:
             found["forms"] += 1
             found["with placeholders"] += bool(wanted)
             found["placeholders kept"] += bool(wanted) and placeholder_counts(text) == wanted
-            rest = _REST.findall(source)
-            found["rest"] += len(rest)
-            found["rest kept"] += sum(text.count(r) >= source.count(r) for r in rest)
+            rest, got = placeholder_counts(source, ("rest",)), placeholder_counts(text, ("rest",))
+            found["rest"] += sum(rest.values())
+            found["rest kept"] += sum(n for markup, n in rest.items() if got[markup] == n)
     return {"entries": kept, "flags": flags,
             "fuzzy": sum(FUZZY in e.flags for e in written if not e.obsolete),
             **found, "other lines changed": other_changes(before, after)}
@@ -260,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="first N messages of each file")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
                         help="sentences per model call")
+    parser.add_argument("--rest", action=argparse.BooleanOptionalAction, default=None,
+                        help="keep reStructuredText markup (default: in files whose references "
+                             "name .rst files); --no-rest lets the model read it")
     args = parser.parse_args(argv)
     names = [*args.files, *([] if args.no_scale or SCALE in args.files else [SCALE])]
     inputs = {name: prepare(args.data, name, args.limit) for name in names}
@@ -272,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     def translate(sentences):
         return translator.translate(sentences, options)
 
-    po_options = PoOptions(batch_size=args.batch_size)
+    po_options = PoOptions(batch_size=args.batch_size, rest=args.rest)
     for name, (data, references) in inputs.items():
         run_file(name, data, references, translate, po_options)
     for name in names:

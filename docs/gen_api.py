@@ -249,7 +249,18 @@ def _schema_link(schema: dict, known: set[str]) -> str:
 
 
 def _body(content: dict, known: set[str]) -> str:
-    return _schema_link(content["application/json"]["schema"], known)
+    """The JSON body's message, or the media types of another body (a file)."""
+    if "application/json" in content:
+        return _schema_link(content["application/json"]["schema"], known)
+    return ", ".join(f"`{media}`" for media in content)
+
+
+def _request_body(content: dict, known: set[str]) -> str:
+    if "application/json" in content:
+        return f"Request body: {_body(content, known)} as JSON."
+    [(media, body)] = content.items()
+    fields = ", ".join(f"`{name}`" for name in body["schema"]["properties"])
+    return f"Request body: `{media}`, with the fields {fields}."
 
 
 def _limits(schemas: dict) -> list[tuple[str, str]]:
@@ -290,8 +301,7 @@ def render_http(document: dict, messages: set[str]) -> list[str]:
     for method, path, operation in routes:
         lines += [f"### {method} {path}", "", inline(operation.get("description", "")), ""]
         if "requestBody" in operation:
-            lines += [f"Request body: {_body(operation['requestBody']['content'], messages)} "
-                      "as JSON.", ""]
+            lines += [_request_body(operation["requestBody"]["content"], messages), ""]
         if operation.get("security"):
             lines += ["Needs `Authorization: Bearer <token>` when the server has a token "
                       "(`NMT_AUTH_TOKEN`).", ""]

@@ -17,6 +17,8 @@ alignment matrices as NumPy arrays) and need neither TensorFlow nor a model:
         [t] = client.translate(["Wear a face mask."], glossary=[("face mask", "masque")])
         t.best.applied_terms  # (AppliedTerm(source="face mask", target="masque", ...),)
         client.translate(["..."], glossary="medical")   # a server glossary (list_glossaries())
+        data, summary = client.translate_file(Path("guide.md").read_bytes(), "guide.md")
+        summary.name, summary.text  # "guide.fr.md", "3 of 3 paragraphs, ... translated, ..."
 
 Errors are `grpc.RpcError`s: `error.code()` is the status (INVALID_ARGUMENT,
 RESOURCE_EXHAUSTED, UNAVAILABLE, ...) and `error.details()` says what to change.
@@ -34,6 +36,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from nmt.types import DecodeOptions, DocumentTranslation, Translation, sentence_list
 from nmt_api import convert, protos
+from nmt_api.files import FileSummary, file_from_async_responses, file_from_responses, file_requests
 from nmt_api.protos import SERVICE_NAME
 
 pb2, pb2_grpc = protos.load()
@@ -41,6 +44,24 @@ pb2, pb2_grpc = protos.load()
 # Responses carry alignment matrices; allow large ones (the server limits requests).
 _CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 256 * 1024 * 1024),
                     ("grpc.max_send_message_length", 256 * 1024 * 1024)]
+# gRPC's client-side load-balancing policies: `pick_first` (its default) keeps one
+# connection; `round_robin` connects to every address the target resolves to and spreads
+# calls over them (a Kubernetes headless Service: `dns:///nmt-grpc.NAMESPACE:50051`).
+LOAD_BALANCING = ("pick_first", "round_robin")
+
+
+def channel_options(load_balancing: str | None = None) -> list[tuple[str, object]]:
+    """The client's channel arguments, with `load_balancing` (None: gRPC's default).
+
+    Raises:
+        ValueError: a policy not in `LOAD_BALANCING`.
+    """
+    if load_balancing is None:
+        return list(_CHANNEL_OPTIONS)
+    if load_balancing not in LOAD_BALANCING:
+        raise ValueError(f"load_balancing must be one of {LOAD_BALANCING} or None. "
+                         f"Received: load_balancing={load_balancing!r}")
+    return [*_CHANNEL_OPTIONS, ("grpc.lb_policy_name", load_balancing)]
 
 
 def _view(with_alignment: bool = True, with_attention: bool = False,
@@ -112,13 +133,18 @@ class TranslationClient:
             `translate_stream`); None for no deadline.
         root_certificates: PEM CA certificate(s); connects with TLS when given.
         token: bearer token, sent as `authorization: Bearer <token>`.
+        load_balancing: `"round_robin"` to spread calls over every address
+            `target` resolves to (e.g. `dns:///nmt-grpc.default:50051`, a headless
+            Service); None or `"pick_first"`: one connection (gRPC's default).
     """
 
     def __init__(self, target: str, *, timeout: float | None = None,
-                 root_certificates: bytes | None = None, token: str | None = None):
+                 root_certificates: bytes | None = None, token: str | None = None,
+                 load_balancing: str | None = None):
         tls, self._metadata = _credentials(root_certificates, token)
-        self._channel = (grpc.secure_channel(target, tls, _CHANNEL_OPTIONS) if tls
-                         else grpc.insecure_channel(target, _CHANNEL_OPTIONS))
+        options = channel_options(load_balancing)
+        self._channel = (grpc.secure_channel(target, tls, options) if tls
+                         else grpc.insecure_channel(target, options))
         self._stub = pb2_grpc.TranslationServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self.timeout = timeout
@@ -321,6 +347,38 @@ class TranslationClient:
         response = self._stub.Align(request, timeout=self.timeout, metadata=self._metadata)
         return convert.documents_from_response(response, sources)
 
+    def translate_file(self, data: bytes, name: str, **options) -> tuple[bytes, FileSummary]:
+        """Translates a whole file, its format kept, over one `TranslateFile` call.
+
+        Args:
+            data: the file's bytes (at most the server's `max_file_bytes`).
+            name: its name, e.g. "messages.pot": the extension gives the format
+                unless `format=` is given; errors name the file by it.
+            **options: `format` ("po", "xliff", "srt", "vtt", "docx",
+                "markdown"; None: from `name`), `overwrite` (PO, XLIFF: replace
+                translations there are; False), `review` (mark them for review:
+                PO fuzzy, XLIFF needs-review; True), `cue_by_cue` (subtitles;
+                False), `keep_placeholders` (True), `options` (`DecodeOptions`;
+                None: the server's), `glossary` and `glossary_exact_case` (as
+                for `translate`), `request_id` (echoed in the summary).
+
+        Returns:
+            `(the translated file's bytes, FileSummary)`; the summary's `name`
+            is a name for the translation ("messages.fr.po") and `text` what
+            `nmt translate-file` prints.
+
+        Raises:
+            TypeError, ValueError: a bad argument (see `nmt_api.files.file_requests`).
+            grpc.RpcError: INVALID_ARGUMENT for a file the server cannot read
+                (the details name the file and line) or of no known format;
+                RESOURCE_EXHAUSTED over `max_file_bytes` or `max_file_sentences`;
+                NOT_FOUND for a glossary name the server does not have.
+        """
+        requests = file_requests(data, name, **options)
+        responses = self._stub.TranslateFile(requests, timeout=self.timeout,
+                                             metadata=self._metadata)
+        return file_from_responses(responses)
+
     def model_info(self) -> dict:
         """The served model (name, version, attention, vocabularies, scores, ...) and limits."""
         response = self._stub.GetModelInfo(pb2.GetModelInfoRequest(), timeout=self.timeout,
@@ -373,10 +431,12 @@ class AsyncTranslationClient:
     """
 
     def __init__(self, target: str, *, timeout: float | None = None,
-                 root_certificates: bytes | None = None, token: str | None = None):
+                 root_certificates: bytes | None = None, token: str | None = None,
+                 load_balancing: str | None = None):
         tls, self._metadata = _credentials(root_certificates, token)
-        self._channel = (grpc.aio.secure_channel(target, tls, _CHANNEL_OPTIONS) if tls
-                         else grpc.aio.insecure_channel(target, _CHANNEL_OPTIONS))
+        options = channel_options(load_balancing)
+        self._channel = (grpc.aio.secure_channel(target, tls, options) if tls
+                         else grpc.aio.insecure_channel(target, options))
         self._stub = pb2_grpc.TranslationServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self.timeout = timeout
@@ -463,6 +523,14 @@ class AsyncTranslationClient:
         response = await self._stub.Align(request, timeout=self.timeout,
                                           metadata=self._metadata)
         return convert.documents_from_response(response, sources)
+
+    async def translate_file(self, data: bytes, name: str,
+                             **options) -> tuple[bytes, FileSummary]:
+        """See `TranslationClient.translate_file`."""
+        requests = file_requests(data, name, **options)
+        call = self._stub.TranslateFile(_aiter(requests), timeout=self.timeout,
+                                        metadata=self._metadata)
+        return await file_from_async_responses(call)
 
     async def model_info(self) -> dict:
         """See `TranslationClient.model_info`."""

@@ -239,6 +239,8 @@ def model_info_from_proto(message) -> dict:
             "max_message_bytes": message.limits.max_message_bytes,
             "max_beam_size": message.limits.max_beam_size,
             "max_glossary_entries": message.limits.max_glossary_entries,
+            "max_file_bytes": message.limits.max_file_bytes,
+            "max_file_sentences": message.limits.max_file_sentences,
         },
     }
 

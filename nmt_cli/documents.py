@@ -102,7 +102,7 @@ def translate_command(args, glossary=None) -> int:
         raise ValueError("--alignment and --plot work on sentences: drop them, or --format")
     if args.server:
         from nmt_api.client import TranslationClient
-        from nmt_cli.main import server_glossary
+        from nmt_cli.glossary_options import server_glossary
 
         given = server_glossary(args, glossary)  # applied by the server, to each sentence
         with TranslationClient(args.server) as client:

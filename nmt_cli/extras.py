@@ -1,6 +1,6 @@
 """Which extra to install when a command needs a module that is not installed.
 
-The bare install of the package is the client: `nmt translate|align|batch
+The bare install of the package is the client: `nmt translate|translate-file|align|batch
 --server HOST:PORT` through a running server. Every other role is an extra
 of `pyproject.toml` (`serve`, `batch`, `train`, `align`, `dev`). A command
 that reaches a module of a role that is not installed ends with the
@@ -33,7 +33,7 @@ COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
     "keys": (),  # the keys file is JSON, written with the standard library
 }
 # Commands that also work through a running server (`--server HOST:PORT`), client only.
-SERVER_COMMANDS = ("translate", "align", "batch")
+SERVER_COMMANDS = ("translate", "translate-file", "align", "batch")
 # Import names whose distribution has another name (others: `_` read as `-`).
 _DISTRIBUTION_OF_MODULE = {
     "yaml": "pyyaml",
@@ -42,6 +42,7 @@ _DISTRIBUTION_OF_MODULE = {
     "grpc_reflection": "grpcio-reflection",
     "grpc_tools": "grpcio-tools",
     "google": "protobuf",
+    "markdown_it": "markdown-it-py",
 }
 _REQUIREMENT = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?[^;]*(?:;(.*))?")
 _EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")

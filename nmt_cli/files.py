@@ -5,7 +5,10 @@ Formats: gettext PO/POT, XLIFF 1.2/2.x, SRT and WebVTT subtitles, Word .docx, Ma
 The format comes from IN's extension or `--format`. IN is never written: OUT
 is written to a temporary file beside it, flushed to disk and renamed over
 OUT, so OUT is either the old file or the whole new one. The input is read
-and checked before the model loads, so a wrong file fails at once.
+and checked before the model loads, so a wrong file fails at once. With
+`--server HOST:PORT` the server's TranslateFile RPC reads, checks and
+translates it (`nmt_api.client`), and OUT and the summary line are the same.
+Reading and summing up a file is `nmt.documents.file_formats`, shared with the server.
 """
 
 from __future__ import annotations
@@ -14,19 +17,20 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from nmt.atomic_write import write_atomically  # (nmt_cli.keys imports it from here too)
 from nmt.constants import DEFAULT_BATCH_SIZE
-from nmt.options import DEFAULT_MODEL_DIR, add_decode_options, add_precision_option
-
-# Format -> the extensions that name it. PO: gettext catalogues and their templates; XLIFF
-# 1.2 and 2.x; SubRip and WebVTT subtitles; Word documents (and macro-enabled ones, templates);
-# Markdown (CommonMark with GFM tables).
-FILE_FORMATS = {"po": (".po", ".pot"), "xliff": (".xlf", ".xliff"), "srt": (".srt",),
-                "vtt": (".vtt",), "docx": (".docx", ".docm", ".dotx"),
-                "markdown": (".md", ".markdown")}
+from nmt.documents.file_formats import FILE_FORMATS, FileSettings, format_of, read_file
+from nmt.options import (
+    DEFAULT_MODEL_DIR,
+    add_decode_options,
+    add_precision_option,
+    client_decode_options,
+    decode_options,
+    local_precision,
+)
+from nmt_cli.glossary_options import add_glossary_arguments, read_glossary_option, server_glossary
 
 
 def add_translate_file_parser(sub) -> None:
@@ -57,31 +61,33 @@ def add_translate_file_parser(sub) -> None:
     p.add_argument("--placeholders", action=argparse.BooleanOptionalAction, default=True,
                    help="give placeholders (%%s, {0}, ...) back exactly, as `nmt translate` "
                         "does (default); --no-placeholders lets the model read them as text")
-    p.add_argument("--model", default=str(DEFAULT_MODEL_DIR),
-                   help="SavedModel base or version directory (default: models/en-fr)")
+    p.add_argument("--rest", action=argparse.BooleanOptionalAction, default=None,
+                   help="PO: give reStructuredText's roles and literals (:func:`len`, ``code``) "
+                        "back exactly too (default: when the file's references name .rst "
+                        "files, as Sphinx writes them); --no-rest lets the model read them; "
+                        "a server always decides from the references")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--model", default=str(DEFAULT_MODEL_DIR),
+                       help="SavedModel base or version directory (default: models/en-fr)")
+    where.add_argument("--server", metavar="HOST:PORT",
+                       help="translate through a running `nmt serve` (its TranslateFile RPC) "
+                            "instead of loading the model")
+    add_glossary_arguments(p, "every sentence of the file gets its terms")
     p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
-                   help=f"sentences per model call (default {DEFAULT_BATCH_SIZE})")
+                   help=f"sentences per model call (default {DEFAULT_BATCH_SIZE}; a server "
+                        "sends a file's sentences in its own batches)")
     add_decode_options(p)
     add_precision_option(p)
     p.set_defaults(func=translate_file_command)
 
 
 def file_format(path: Path, given: str | None) -> str:
-    """`given`, else the format IN's extension names.
+    """`given`, else the format IN's extension names (`nmt.documents.file_formats.format_of`).
 
     Raises:
         ValueError: no `given` format and an extension no format has.
     """
-    if given is not None:
-        return given
-    suffix = path.suffix.lower()
-    for name, extensions in FILE_FORMATS.items():
-        if suffix in extensions:
-            return name
-    supported = ", ".join(f"{ext} ({name})" for name, exts in FILE_FORMATS.items() for ext in exts)
-    raise ValueError(f"cannot tell the format of {path} from its extension "
-                     f"{suffix or '(none)'!r}: supported are {supported}; name one with "
-                     f"--format {'|'.join(FILE_FORMATS)}")
+    return format_of(str(path), given)
 
 
 def check_paths(source: Path, target: Path) -> None:
@@ -98,120 +104,64 @@ def check_paths(source: Path, target: Path) -> None:
 
 
 def translate_file_command(args) -> int:
-    """`nmt translate-file IN OUT`: reads and checks IN, translates, writes OUT."""
+    """`nmt translate-file IN OUT`: reads IN, translates it (in-process, or through
+    `--server`), writes OUT."""
     source, target = Path(args.input), Path(args.output)
-    reader = _READERS[file_format(source, args.format)]
+    format = file_format(source, args.format)
     check_paths(source, target)
-    translate_document = reader(args, source.read_bytes(), str(source))
-
-    from nmt.inference.translator import Translator
-    from nmt.options import decode_options
-
-    translator = Translator.load(args.model, args.precision)
-    decoding = decode_options(args, translator.info.default_options)
-    started = time.perf_counter()
-    with _Progress() as progress:
-        data, summary = translate_document(lambda s: translator.translate(s, decoding), progress)
+    local_precision(args)  # refuses a path with --server
+    if args.server and args.rest is not None:
+        raise ValueError(f"--{'' if args.rest else 'no-'}rest applies to a local --model; a "
+                         "server tells reStructuredText from the file's references (.rst)")
+    glossary = read_glossary_option(args)
+    if args.server:
+        data, summary, seconds = _through_server(args, source.read_bytes(), source.name, format,
+                                                 glossary)
+    else:
+        data, summary, seconds = _in_process(args, source.read_bytes(), str(source), format,
+                                             glossary)
     write_atomically(target, data)
-    print(f"{target}: {summary} in {time.perf_counter() - started:.1f} s")
+    print(f"{target}: {summary} in {seconds:.1f} s")
     return 0
 
 
-def _po_file(args, data: bytes, name: str):
-    """Reads and checks a PO file; returns `(translate, progress) -> (bytes, summary)`."""
-    from nmt.documents.po import PoOptions, read_po, translate_po
-
-    options = PoOptions(overwrite=args.overwrite, fuzzy=args.fuzzy, **_file_options(args))
-
-    def summary(report) -> str:
-        marked = " (fuzzy)" if args.fuzzy and report.written else ""
-        return (f"{report.written} of {report.messages} messages translated{marked}, "
-                f"{report.kept} translations kept, {report.obsolete} obsolete entries left as "
-                f"they were; {report.sentences} sentences")
-
-    return _runner(translate_po, read_po(data, name), options, summary)
+def _settings(args) -> FileSettings:
+    return FileSettings(overwrite=args.overwrite, review=args.fuzzy, merge_cues=args.merge_cues,
+                        placeholders=args.placeholders, batch_size=args.batch_size,
+                        rest=args.rest)
 
 
-def _xliff_file(args, data: bytes, name: str):
-    """Reads and checks an XLIFF file; returns `(translate, progress) -> (bytes, summary)`."""
-    from nmt.documents.xliff import XliffOptions, read_xliff, translate_xliff
+def _in_process(args, data: bytes, name: str, format: str,
+                glossary) -> tuple[bytes, str, float]:
+    """`(OUT's bytes, summary, seconds)`; IN is read and checked before the model loads."""
+    run = read_file(format, data, name, _settings(args))
 
-    options = XliffOptions(overwrite=args.overwrite, review=args.fuzzy, **_file_options(args))
+    from nmt.documents.terminology import translating_with_glossary
+    from nmt.inference.translator import Translator
 
-    def summary(report) -> str:
-        marked = " (for review)" if args.fuzzy and report.written else ""
-        return (f"{report.written} of {report.segments} segments translated{marked}, "
-                f"{report.kept} translations kept, {report.skipped} not to translate, "
-                f"{report.wordless} without words; {report.sentences} sentences")
-
-    return _runner(translate_xliff, read_xliff(data, name), options, summary)
-
-
-def _subtitle_file(args, data: bytes, name: str):
-    """Reads and checks an SRT or WebVTT file; returns `(translate, progress) -> (bytes,
-    summary)`."""
-    from nmt.documents.subtitles import SubtitleOptions, read_subtitles, translate_subtitles
-
-    options = SubtitleOptions(merge_cues=args.merge_cues, **_file_options(args))
-    document = read_subtitles(data, file_format(Path(name), args.format), name)
-
-    def summary(report) -> str:
-        return (f"{report.translated} of {report.cues} cues translated, {report.merged} "
-                f"sentences over several cues; {report.sentences} sentences")
-
-    return _runner(translate_subtitles, document, options, summary)
+    translator = Translator.load(args.model, args.precision)
+    decoding = decode_options(args, translator.info.default_options)
+    translate = translating_with_glossary(lambda s: translator.translate(s, decoding), glossary)
+    started = time.perf_counter()
+    with _Progress() as progress:
+        result = run(translate, progress)
+    return result.data, result.summary, time.perf_counter() - started
 
 
-def _docx_file(args, data: bytes, name: str):
-    """Reads and checks a Word document; returns `(translate, progress) -> (bytes, summary)`."""
-    from nmt.documents.docx import DocxOptions, read_docx, translate_docx
+def _through_server(args, data: bytes, name: str, format: str,
+                    glossary) -> tuple[bytes, str, float]:
+    """`(OUT's bytes, summary, seconds)` from the server's TranslateFile RPC (which reads
+    and checks IN itself)."""
+    from nmt_api.client import TranslationClient
 
-    options = DocxOptions(**_file_options(args))
-
-    def summary(report) -> str:
-        return (f"{report.paragraphs} paragraphs translated in {report.written} of "
-                f"{report.parts} parts (body, headers, footers, notes, comments); "
-                f"{report.sentences} sentences")
-
-    return _runner(translate_docx, read_docx(data, name), options, summary)
-
-
-def _markdown_file(args, data: bytes, name: str):
-    """Reads and checks a Markdown file; returns `(translate, progress) -> (bytes, summary)`."""
-    from nmt.documents.markdown import MarkdownOptions, read_markdown, translate_markdown
-
-    options = MarkdownOptions(**_file_options(args))
-
-    def summary(report) -> str:
-        return (f"{report.written} of {report.blocks} paragraphs, headings and table cells "
-                f"translated, {report.left} texts left in English (their Markdown would not "
-                f"read back the same); {report.sentences} sentences")
-
-    return _runner(translate_markdown, read_markdown(data, name), options, summary)
-
-
-# Format -> its reader: `(args, IN's bytes, IN's name) -> run`, where `run(translate,
-# progress)` translates and returns `(OUT's bytes, summary)`. A reader imports its format's
-# module only when called.
-_READERS = {"po": _po_file, "xliff": _xliff_file, "srt": _subtitle_file, "vtt": _subtitle_file,
-            "docx": _docx_file, "markdown": _markdown_file}
-
-
-def _file_options(args) -> dict:
-    """The options every format takes (`nmt.documents.file_batches.FileOptions`)."""
-    return {"placeholders": args.placeholders, "batch_size": args.batch_size}
-
-
-def _runner(translate_document: Callable, document, options, summary: Callable):
-    """`run(translate, progress) -> (bytes, summary)` for a document read: it translates
-    with `translate_document(document, translate, options, progress=progress)` and sums up
-    the report with `summary(report)`."""
-
-    def run(translate, progress) -> tuple[bytes, str]:
-        translated = translate_document(document, translate, options, progress=progress)
-        return translated.data, summary(translated.report)
-
-    return run
+    with TranslationClient(args.server) as client:
+        options = client_decode_options(args, client)
+        started = time.perf_counter()
+        data, summary = client.translate_file(
+            data, name, format=format, options=options, overwrite=args.overwrite,
+            review=args.fuzzy, cue_by_cue=not args.merge_cues,
+            keep_placeholders=args.placeholders, **server_glossary(args, glossary))
+    return data, summary.text, time.perf_counter() - started
 
 
 class _Progress:

@@ -24,6 +24,7 @@ from nmt.options import (
 )
 from nmt_cli.extras import missing_extra_message
 from nmt_cli.files import add_translate_file_parser
+from nmt_cli.glossary_options import add_glossary_arguments, read_glossary_option, server_glossary
 from nmt_cli.keys import add_keys_parser
 from serving.cli import add_serve_parser
 from training.corpus.cli import add_corpus_parser
@@ -198,16 +199,7 @@ def _add_translate(sub) -> None:
                    help="give placeholders (%%s, %%1$s, {0}, {name}, &amp;) back exactly, once "
                         "each, where the word links put them (default); --no-placeholders lets "
                         "the model read them as text (docs/documents.md)")
-    p.add_argument("--glossary", metavar="FILE",
-                   help="write these terms in the translations: a TSV (source<TAB>target) "
-                        "or .csv file; an entry whose target is its source is not translated "
-                        "(docs/glossaries.md); with --server the server applies it; "
-                        "--alignment lists the terms applied")
-    p.add_argument("--glossary-id", metavar="NAME",
-                   help="with --server: a glossary of the server (nmt serve --glossaries), by "
-                        "name; with --glossary too, the file's entries take precedence")
-    p.add_argument("--glossary-exact-case", action="store_true",
-                   help="apply the glossary's terms only where written in the same case")
+    add_glossary_arguments(p, "--alignment lists the terms applied")
     add_decode_options(p)
     add_precision_option(p)
     _add_link_options(p)
@@ -234,7 +226,7 @@ def _link_options(args) -> dict:
 
 def _translate(args) -> int:
     local_precision(args)  # refuses a path with --server
-    glossary = _glossary(args)
+    glossary = read_glossary_option(args)
     if args.format != "sentences":  # documents: nmt_cli/documents.py
         from nmt_cli.documents import translate_command
 
@@ -270,34 +262,6 @@ def _translate(args) -> int:
         save_attention_plot(results[0], args.plot)
         print(f"attention heatmap written to {args.plot}", file=sys.stderr)
     return 0
-
-
-def _glossary(args):
-    """The `--glossary` file read (None without one); refused whole if a row is bad."""
-    if args.glossary_id is not None and not args.server:
-        raise ValueError("--glossary-id names a glossary of a server: add --server HOST:PORT, "
-                         "or give the file itself with --glossary FILE")
-    if args.glossary is None:
-        if args.glossary_exact_case and args.glossary_id is None:
-            raise ValueError("--glossary-exact-case goes with --glossary FILE (or --glossary-id)")
-        return None
-    from nmt.documents.glossary import Glossary
-
-    return Glossary.read(args.glossary, exact_case=args.glossary_exact_case)
-
-
-def server_glossary(args, glossary) -> dict:
-    """The client's `glossary=` arguments for `--glossary FILE` and `--glossary-id NAME`
-    (the server applies them); {} for neither."""
-    if glossary is None and args.glossary_id is None:
-        return {}
-    if args.glossary_id is None:
-        return {"glossary": glossary}
-    from nmt_api.convert import glossary_to_proto
-
-    message = glossary_to_proto(glossary or (), args.glossary_exact_case)
-    message.glossary_id = args.glossary_id
-    return {"glossary": message}
 
 
 def _print_translations(results, with_alignment: bool) -> None:

@@ -15,6 +15,15 @@ Items whose request was cancelled, or whose deadline passed, are dropped
 from the queue without a model call. A sentence repeated within a request is
 translated once; with a `serving.cache.TranslationCache`, a sentence already
 translated by the model version serving is answered from it.
+
+In-flight sharing (single-flight): a sentence that another request already
+queued or is translating, with the same decoding options under the same model
+version (the cache's key), is not queued again: the request joins that item
+and gets the same translation, or the same error. Each request waits on its
+own future, so one that is cancelled or whose deadline passes leaves alone;
+the item is dropped only when no request waits for it any more. The map of
+shareable items holds only items queued or running. It does not depend on
+the cache, which only helps once a translation is finished.
 """
 
 from __future__ import annotations
@@ -47,7 +56,8 @@ class BatchingConfig:
 
     Attributes:
         enabled: share model calls between requests; when False every request
-            is translated on its own (still split into `max_batch_size` chunks).
+            is translated on its own (still split into `max_batch_size` chunks)
+            and never joins a sentence in flight for another request.
         max_batch_size: sentences (or Align pairs) per model call.
         max_wait_ms: longest a sentence waits for others to join its batch
             while a worker is free.
@@ -76,15 +86,28 @@ class BatchingConfig:
 
 
 @dataclasses.dataclass(eq=False)
+class _Waiter:
+    """One request waiting for an item: its own future, so it can leave without the others."""
+
+    future: asyncio.Future  # -> (translation, model version)
+    deadline: float | None  # loop time
+
+
+@dataclasses.dataclass(eq=False)
 class _Item:
     payload: str | tuple[str, str]  # a sentence (TRANSLATE) or a (source, target) pair (ALIGN)
     kind: str
     options: DecodeOptions | None
     key: Hashable  # items with equal keys may share a batch
     length: int  # characters, to batch items of similar length together
-    future: asyncio.Future
     enqueued: float  # loop time
-    deadline: float | None  # loop time
+    waiters: list[_Waiter]  # the request that queued it, then those that joined it
+    shared_key: Hashable | None  # its key in `Batcher._in_flight`; None: never shared
+
+    @property
+    def wanted(self) -> bool:
+        """Whether some request still waits for this item."""
+        return any(not waiter.future.done() for waiter in self.waiters)
 
 
 def blank_translation(source: str) -> Translation:
@@ -112,6 +135,8 @@ class Batcher:
         self._run_batch, self.config, self._metrics = run_batch, config, metrics
         self._cache, self._version = cache, version
         self._pending: list[_Item] = []
+        # (sentence, options, version) -> its item while queued or running, for later requests.
+        self._in_flight: dict[Hashable, _Item] = {}
         self._wakeup = asyncio.Event()
         self._slots = asyncio.Semaphore(config.workers)
         self._running: set[asyncio.Task] = set()
@@ -123,6 +148,11 @@ class Batcher:
         """Sentences and pairs waiting in the queue."""
         return len(self._pending)
 
+    @property
+    def in_flight(self) -> int:
+        """Sentences queued or being translated that another request may join."""
+        return len(self._in_flight)
+
     def start(self) -> None:
         self._dispatcher = asyncio.get_running_loop().create_task(self._dispatch())
 
@@ -132,8 +162,7 @@ class Batcher:
             self._dispatcher.cancel()
             await asyncio.gather(self._dispatcher, return_exceptions=True)
         for item in self._pending:
-            if not item.future.done():
-                item.future.set_exception(ModelUnavailable("the server is shutting down; retry"))
+            self._settle(item, error=ModelUnavailable("the server is shutting down; retry"))
         self._pending.clear()
         await asyncio.gather(*self._running, return_exceptions=True)
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -144,7 +173,9 @@ class Batcher:
 
         Args:
             sentences: the request's sentences; blank ones are answered directly,
-                cached ones from the cache, repeated ones once.
+                cached ones from the cache, repeated ones once, and those another
+                request already queued (same options and model version) by that
+                request's translation.
             options: decoding options (only equal options share a batch).
             deadline: loop time after which queued sentences are dropped.
 
@@ -153,7 +184,7 @@ class Batcher:
             the model version that produced them (None if neither the model nor
             the cache was needed).
         """
-        version = self._version() if self._cache is not None else None
+        version = self._version()  # the cache's and the in-flight map's
         results: list[Translation | None] = [None] * len(sentences)
         positions: dict[str, list[int]] = {}  # each sentence to translate -> where it goes
         hits = 0
@@ -168,12 +199,10 @@ class Batcher:
             return results, version if hits else None
         todo = list(positions)
         translations, made_by = await self._submit(TRANSLATE, todo, options,
-                                                   [False] * len(todo), deadline)
+                                                   [False] * len(todo), deadline, version)
         for sentence, translation in zip(todo, translations, strict=True):
             for i in positions[sentence]:
                 results[i] = translation
-            if self._cache is not None:
-                self._cache.put(sentence, options, made_by, translation)
         return results, made_by
 
     def _lookup(self, sentence: str, options: DecodeOptions, version: int | None
@@ -200,34 +229,76 @@ class Batcher:
         return await self._submit(ALIGN, pairs, None, blank, deadline)
 
     async def _submit(self, kind: str, inputs: list, options: DecodeOptions | None,
-                      blank: list[bool], deadline: float | None
+                      blank: list[bool], deadline: float | None, version: int | None = None
                       ) -> tuple[list[Translation], int | None]:
-        """Queues the inputs that are not blank and waits for all of them."""
-        loop = asyncio.get_running_loop()
+        """Queues (or joins in flight) the inputs that are not blank and waits for all of them."""
         results: list = [blank_translation(_source(x)) if b else None
                          for x, b in zip(inputs, blank, strict=True)]
         todo = [i for i, r in enumerate(results) if r is None]
-        if self.depth + len(todo) > self.config.max_queue:
-            raise QueueFull(
-                f"the server is busy: {self.depth} sentences are queued and this request adds "
-                f"{len(todo)} (queue limit {self.config.max_queue}); retry with backoff")
-        key = (kind, options) if self.config.enabled else (kind, options, object())
-        now = loop.time()
-        items = [_Item(inputs[i], kind, options, key, _length(inputs[i]), loop.create_future(),
-                       now, deadline) for i in todo]
-        self._pending.extend(items)
+        shared_keys = [self._shared_key(kind, inputs[i], options, version) for i in todo]
+        self._check_room(sum(key not in self._in_flight for key in shared_keys))
+        # Without batching each request's items form a group of their own.
+        batch_key = (kind, options) if self.config.enabled else (kind, options, object())
+        now = asyncio.get_running_loop().time()
+        futures = [self._attach(_Item(inputs[i], kind, options, batch_key, _length(inputs[i]),
+                                      now, [], key), deadline)
+                   for i, key in zip(todo, shared_keys, strict=True)]
         self._metrics.queue_depth.set(self.depth)
         self._wakeup.set()
-        futures = [item.future for item in items]
         try:
             done = await asyncio.gather(*futures)
         except BaseException:
             for future in futures:
-                future.cancel()  # leaves the queue at the next batch
+                future.cancel()  # its item leaves the queue once no request waits for it
             raise
         for i, (translation, _) in zip(todo, done, strict=True):
             results[i] = translation
-        return results, max((version for _, version in done), default=None)
+        return results, max((made_by for _, made_by in done), default=None)
+
+    def _shared_key(self, kind: str, payload, options: DecodeOptions | None,
+                    version: int | None) -> Hashable | None:
+        """What another request must ask for to join this input in flight; None: no sharing.
+
+        The cache's key: what the model reads, the decoding options and the model
+        version serving (so nothing queued before a reload answers a request after
+        it). Align pairs are not shared, as they are not cached.
+        """
+        if kind != TRANSLATE or not self.config.enabled:
+            return None
+        return payload, options, version
+
+    def _check_room(self, adding: int) -> None:
+        if self.depth + adding > self.config.max_queue:
+            raise QueueFull(
+                f"the server is busy: {self.depth} sentences are queued and this request adds "
+                f"{adding} (queue limit {self.config.max_queue}); retry with backoff")
+
+    def _attach(self, item: _Item, deadline: float | None) -> asyncio.Future:
+        """A future of `(translation, version)`: joins the same item in flight, or queues `item`."""
+        waiter = _Waiter(asyncio.get_running_loop().create_future(), deadline)
+        joined = self._in_flight.get(item.shared_key) if item.shared_key is not None else None
+        if joined is not None:
+            joined.waiters.append(waiter)
+            self._metrics.inflight_shared.inc()
+            return waiter.future
+        item.waiters.append(waiter)
+        self._pending.append(item)
+        if item.shared_key is not None:
+            self._in_flight[item.shared_key] = item
+        return waiter.future
+
+    def _settle(self, item: _Item, result: tuple | None = None,
+                error: BaseException | None = None) -> None:
+        """Answers every request still waiting for `item` and stops sharing it."""
+        if item.shared_key is not None and self._in_flight.get(item.shared_key) is item:
+            del self._in_flight[item.shared_key]
+        for waiter in item.waiters:
+            if waiter.future.done():  # cancelled by its request, or past its deadline
+                continue
+            if error is not None:
+                waiter.future.set_exception(error)
+            else:
+                waiter.future.set_result(result)
 
     # --- the dispatcher ----------------------------------------------------------------------
 
@@ -287,20 +358,16 @@ class Batcher:
         return chosen
 
     def _drop_dead(self) -> None:
-        """Removes items whose request was cancelled or whose deadline passed."""
+        """Removes items no request waits for any more (cancelled, or past its deadline)."""
         now = asyncio.get_running_loop().time()
         alive = []
         for item in self._pending:
-            expired = item.deadline is not None and now >= item.deadline
-            if item.future.done():  # cancelled by its request (gRPC cancels at the deadline)
-                self._metrics.dropped.labels(reason="deadline" if expired else "cancelled").inc()
-            elif expired:
-                item.future.set_exception(DeadlineExpired(
-                    "the deadline passed while the request waited in the queue; allow more "
-                    "time or send fewer sentences per request"))
-                self._metrics.dropped.labels(reason="deadline").inc()
-            else:
+            expired = _expire(item, now)
+            if item.wanted:
                 alive.append(item)
+                continue
+            self._settle(item)  # out of the in-flight map: nobody waits for it
+            self._metrics.dropped.labels(reason="deadline" if expired else "cancelled").inc()
         if len(alive) != len(self._pending):
             self._pending = alive
             self._metrics.queue_depth.set(self.depth)
@@ -315,16 +382,18 @@ class Batcher:
                 self._executor, self._run_batch, batch[0].kind, inputs, batch[0].options)
         except Exception as error:
             for item in batch:
-                if not item.future.done():
-                    item.future.set_exception(error)
+                self._settle(item, error=error)  # every request waiting for it, joined or not
             return
         finally:
             self._metrics.batch_duration.observe(time.perf_counter() - started)
             self._slots.release()
         self._count(translations)
         for item, translation in zip(batch, translations, strict=True):
-            if not item.future.done():
-                item.future.set_result((translation, version))
+            if self._cache is not None and item.kind == TRANSLATE:
+                # Once per model translation, by the version that made it; kept even
+                # when its requests have gone, as the model did the work.
+                self._cache.put(item.payload, item.options, version, translation)
+            self._settle(item, (translation, version))
 
     def _count(self, translations: list[Translation]) -> None:
         self._metrics.sentences.inc(len(translations))
@@ -332,6 +401,20 @@ class Batcher:
             sum(len(t.source_tokens) for t in translations))
         self._metrics.tokens.labels(side="target").inc(
             sum(len(t.target_tokens) for t in translations))
+
+
+def _expire(item: _Item, now: float) -> bool:
+    """Fails the item's requests whose deadline passed; whether any request's had."""
+    expired = False
+    for waiter in item.waiters:
+        if waiter.deadline is None or now < waiter.deadline:
+            continue
+        expired = True
+        if not waiter.future.done():  # else gRPC or HTTP cancelled the call at its deadline
+            waiter.future.set_exception(DeadlineExpired(
+                "the deadline passed while the request waited in the queue; allow more "
+                "time or send fewer sentences per request"))
+    return expired
 
 
 def _source(payload: str | tuple[str, str]) -> str:

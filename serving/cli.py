@@ -70,6 +70,12 @@ def add_serve_parser(sub) -> None:
                    help="largest beam_size a request may ask for")
     g.add_argument("--max-glossary-entries", type=int, default=limits.max_glossary_entries,
                    help="inline glossary entries per request (larger glossaries: --glossaries)")
+    g.add_argument("--max-file-bytes", type=int, default=limits.max_file_bytes,
+                   help="size of one file to translate whole (TranslateFile, POST "
+                        "/v1/files:translate); larger: RESOURCE_EXHAUSTED, HTTP 413")
+    g.add_argument("--max-file-sentences", type=int, default=limits.max_file_sentences,
+                   help="distinct sentences one file may send to the model; more: "
+                        "RESOURCE_EXHAUSTED, HTTP 413, before any is translated")
     g = p.add_argument_group("glossaries")
     g.add_argument("--glossaries", type=Path, metavar="DIR",
                    help="directory of named glossaries, NAME.tsv (source<TAB>target a line) or "
@@ -81,6 +87,14 @@ def add_serve_parser(sub) -> None:
                         "0 disables them")
     g.add_argument("--grace", type=float, default=10.0,
                    help="seconds calls in flight get to finish on SIGTERM")
+    g.add_argument("--max-connection-age", type=float, default=0.0, metavar="SECONDS",
+                   help="close each gRPC connection after about SECONDS (clients reconnect at "
+                        "their next call), so that long-lived clients behind a Kubernetes "
+                        "Service spread over new pods; 0 keeps connections open. See "
+                        "docs/serving.md")
+    g.add_argument("--max-connection-age-grace", type=float, metavar="SECONDS",
+                   help="how long calls in flight on an aged connection may still run before "
+                        "it is cut; unset: until they end (streams included)")
     g.add_argument("--tls-cert", type=Path,
                    help="PEM certificate (enables TLS on gRPC with --tls-key; put the HTTP port "
                         "behind a reverse proxy for TLS)")
@@ -124,8 +138,11 @@ def config_from_args(args: argparse.Namespace):
         limits=Limits(
             max_sentences=args.max_sentences, max_chars=args.max_chars,
             max_message_bytes=args.max_message_bytes, max_beam_size=args.max_beam_size,
-            max_glossary_entries=args.max_glossary_entries),
+            max_glossary_entries=args.max_glossary_entries,
+            max_file_bytes=args.max_file_bytes, max_file_sentences=args.max_file_sentences),
         poll_interval_s=args.poll_interval, grace_s=args.grace,
+        max_connection_age_s=args.max_connection_age,
+        max_connection_age_grace_s=args.max_connection_age_grace,
         tls_cert=args.tls_cert, tls_key=args.tls_key,
         auth_token=os.environ.get(args.auth_token_env) or None, precision=args.precision,
         glossaries_dir=args.glossaries, keys_file=args.keys, keys_usage_file=args.keys_usage)

@@ -7,6 +7,7 @@ Served with aiohttp on the gRPC server's event loop, through the same
     POST /v1/align         Align          AlignRequest -> AlignResponse
     GET  /v1/model         GetModelInfo   -> GetModelInfoResponse
     GET  /v1/glossaries    ListGlossaries -> ListGlossariesResponse
+    POST /v1/files:translate  TranslateFile  multipart/form-data -> the translated file
     GET  /healthz          the process is up (always 200)
     GET  /readyz           200 while the gRPC health status is SERVING, else 503
     GET  /v1/openapi.json  OpenAPI 3 description of the above
@@ -19,6 +20,12 @@ present in answers. Errors are `{"code": "INVALID_ARGUMENT", "message": ...}`
 with the HTTP status of `serving.errors.http_status_for`. A caller's
 `X-Request-Id` is echoed and logged; `X-Request-Timeout` (seconds) plays the
 part of a gRPC deadline.
+
+A file (`POST /v1/files:translate`) comes as multipart/form-data: a `file` part
+and the other fields of a `FileHeader` as form fields, by their JSON (or proto)
+names, message fields (`options`, `glossary`) as JSON text; the answer is the
+translated file itself (its media type, `Content-Disposition` with its name) and
+the `FileSummary` as JSON in the `X-Nmt-Summary` header.
 
 Whatever a client sends is answered with such a JSON error, never a crash or
 aiohttp's plain text: bodies nested deeper than `MAX_JSON_DEPTH`, and HTTP
@@ -64,9 +71,10 @@ from serving.errors import (
     ServingError,
     http_status_for,
 )
+from serving.http_files import file_response, read_form
 from serving.interceptors import BearerToken
-from serving.openapi import openapi_document
-from serving.quotas import API_KEY_HEADER, Charge, Quotas, request_chars
+from serving.openapi import FILE_ROUTE, openapi_document
+from serving.quotas import API_KEY_HEADER, Charge, Meter, Quotas, request_chars
 from serving.servicer import TranslationServicer
 from serving.validation import Limits
 
@@ -176,6 +184,8 @@ class HttpApi:
         for endpoint in ENDPOINTS:
             app.router.add_route(endpoint.method, endpoint.path, self._handler(endpoint),
                                  expect_handler=self._expect)
+        app.router.add_post(FILE_ROUTE, self._translate_file,
+                            expect_handler=partial(self._expect, files=True))
         app.router.add_get("/healthz", _healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/v1/openapi.json", self._openapi_json)
@@ -220,26 +230,28 @@ class HttpApi:
         rpc = getattr(self._servicer, endpoint.rpc)
 
         async def handle(request: web.Request) -> web.StreamResponse:
-            call = Call(endpoint.rpc, HTTP, request_id(request.headers.get(REQUEST_ID_KEY)),
-                        request.remote or "")
-            task = asyncio.current_task()
-            self._in_flight.add(task)
-            try:
-                response = await self._answer(request, endpoint, rpc, call)
-            except asyncio.CancelledError:  # the client went away, or the server stopped
-                finish(self._metrics, call, grpc.StatusCode.CANCELLED, http_status=499)
-                raise
-            except Exception as error:
-                return self._error(request, call, error)
-            finally:
-                self._in_flight.discard(task)
-            finish(self._metrics, call, grpc.StatusCode.OK, http_status=200)
-            # In a thread: alignments make big answers, and the loop serves gRPC too.
-            body = await asyncio.to_thread(_message_json, response)
-            return web.Response(body=body, content_type="application/json", charset="utf-8",
-                                headers={"X-Request-Id": call.id})
+            return await self._call(request, endpoint.rpc, lambda call: self._answer(
+                request, endpoint, rpc, call), _json_response)
 
         return handle
+
+    async def _call(self, request: web.Request, method: str, answer, respond):
+        """`respond(await answer(call), call)`, as one recorded call; errors as JSON."""
+        call = Call(method, HTTP, request_id(request.headers.get(REQUEST_ID_KEY)),
+                    request.remote or "")
+        task = asyncio.current_task()
+        self._in_flight.add(task)
+        try:
+            response = await answer(call)
+        except asyncio.CancelledError:  # the client went away, or the server stopped
+            finish(self._metrics, call, grpc.StatusCode.CANCELLED, http_status=499)
+            raise
+        except Exception as error:
+            return self._error(request, call, error)
+        finally:
+            self._in_flight.discard(task)
+        finish(self._metrics, call, grpc.StatusCode.OK, http_status=200)
+        return await respond(response, call)
 
     async def _answer(self, request: web.Request, endpoint: Endpoint, rpc, call: Call):
         refusal = self._early_refusal(request)
@@ -251,15 +263,52 @@ class HttpApi:
         call.sentences = sentence_count(message)
         # The key's limits, before the model runs; a call that fails gets its characters back.
         with self._admit(request, message):
+            return await self._in_time(request, deadline, rpc(message, _Context(deadline)))
+
+    @staticmethod
+    async def _in_time(request: web.Request, deadline: float | None, answer):
+        """`await answer`, DeadlineExpired past the request's deadline."""
+        try:
+            async with asyncio.timeout_at(deadline) as scope:
+                return await answer
+        except TimeoutError:
+            if scope.expired():
+                raise DeadlineExpired(
+                    f"the request was not answered within its {TIMEOUT_HEADER} of "
+                    f"{request.headers[TIMEOUT_HEADER]} s; allow more time or send fewer "
+                    "sentences per request") from None
+            raise
+
+    async def _translate_file(self, request: web.Request) -> web.StreamResponse:
+        """`POST /v1/files:translate`: the uploaded file, translated (`serving.http_files`)."""
+        return await self._call(request, "TranslateFile",
+                                lambda call: self._answer_file(request), file_response)
+
+    async def _answer_file(self, request: web.Request):
+        refusal = self._early_refusal(request, files=True)
+        if refusal is not None:
+            raise refusal
+        deadline = self._deadline(request)
+        header, data = await read_form(request, self._limits)
+        with self._metered(request) as meter:
+            return await self._in_time(request, deadline, self._servicer.translate_file(
+                header, data, deadline, meter))
+
+    @contextlib.contextmanager
+    def _metered(self, request: web.Request):
+        """The file call's `Meter` (None without keys): admitted once, charged by the
+        servicer once it knows the characters, all given back if the call fails."""
+        if self._keys is None:
+            yield None
+            return
+        key = self._keys.authenticate(request.headers.get(hdrs.AUTHORIZATION),
+                                      request.headers.get(API_KEY_HEADER), "header")
+        with self._keys.admit(key):
+            meter = Meter(self._keys, key)
             try:
-                async with asyncio.timeout_at(deadline) as scope:
-                    return await rpc(message, _Context(deadline))
-            except TimeoutError:
-                if scope.expired():
-                    raise DeadlineExpired(
-                        f"the request was not answered within its {TIMEOUT_HEADER} of "
-                        f"{request.headers[TIMEOUT_HEADER]} s; allow more time or send fewer "
-                        "sentences per request") from None
+                yield meter
+            except BaseException:
+                meter.refund()
                 raise
 
     def _admit(self, request: web.Request, message) -> Charge | contextlib.nullcontext:
@@ -270,8 +319,10 @@ class HttpApi:
                                       request.headers.get(API_KEY_HEADER), "header")
         return self._keys.admit(key, request_chars(message))
 
-    def _early_refusal(self, request: web.Request) -> Exception | None:
-        """Why the request is refused before its body is read, if it is."""
+    def _early_refusal(self, request: web.Request, files: bool = False) -> Exception | None:
+        """Why the request is refused before its body is read, if it is (`files`: the file
+        route, whose body may hold a file of `max_file_bytes` and other fields of
+        `max_message_bytes`)."""
         if self._closing:
             return ModelUnavailable("the server is shutting down; retry")
         if self._token is not None:
@@ -284,17 +335,20 @@ class HttpApi:
                                         request.headers.get(API_KEY_HEADER), "header")
             except ServingError as refusal:
                 return refusal
-        limit = self._limits.max_message_bytes
+        limit, flags, advice = (
+            (self._limits.max_file_bytes + self._limits.max_message_bytes,
+             "--max-file-bytes and --max-message-bytes", "split the file") if files
+            else (self._limits.max_message_bytes, "--max-message-bytes",
+                  "send fewer sentences per request"))
         if request.content_length is not None and request.content_length > limit:
             return _BodyTooLarge(
                 f"the request body is larger than this server's limit of {limit} bytes "
-                f"(--max-message-bytes). Received: Content-Length {request.content_length}; "
-                "send fewer sentences per request.")
+                f"({flags}). Received: Content-Length {request.content_length}; {advice}.")
         return None
 
-    async def _expect(self, request: web.Request) -> None:
+    async def _expect(self, request: web.Request, files: bool = False) -> None:
         """`Expect: 100-continue`: lets the body come only if it will be read."""
-        if self._early_refusal(request) is None:
+        if self._early_refusal(request, files) is None:
             await _default_expect_handler(request)
         # Otherwise no "100 Continue": the handler answers the error at once.
 
@@ -419,6 +473,13 @@ def _message_json(message) -> bytes:
     """The proto3 JSON mapping of `message`, every field present, as UTF-8."""
     value = json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
     return _dumps(value).encode()
+
+
+async def _json_response(message, call: Call) -> web.Response:
+    # In a thread: alignments make big answers, and the loop serves gRPC too.
+    body = await asyncio.to_thread(_message_json, message)
+    return web.Response(body=body, content_type="application/json", charset="utf-8",
+                        headers={"X-Request-Id": call.id})
 
 
 async def _healthz(request: web.Request) -> web.Response:

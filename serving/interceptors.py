@@ -30,7 +30,14 @@ import grpc
 from serving.calls import GRPC, REQUEST_ID_KEY, Call, finish, request_id, sentence_count
 from serving.errors import ServingError, Unauthenticated, status_for
 from serving.metrics import ServingMetrics
-from serving.quotas import API_KEY_HEADER, Quotas, request_chars
+from serving.quotas import (
+    API_KEY_HEADER,
+    CALL_METER,
+    METERED_BY_SERVICER,
+    Meter,
+    Quotas,
+    request_chars,
+)
 
 log = logging.getLogger("nmt.serving.requests")
 
@@ -200,7 +207,11 @@ class KeyInterceptor(grpc.aio.ServerInterceptor):
     limit, ends at that message with its status after the answers before it.
     The characters of a call that ends in an error are given back (of a
     stream: those of the requests not yet answered, answers coming in request
-    order). Health and reflection calls need no key.
+    order). Health and reflection calls need no key. An RPC of
+    `serving.quotas.METERED_BY_SERVICER` (`TranslateFile`) is admitted once,
+    whatever the number of its messages, and charged by the servicer through
+    the call's `Meter` (`serving.quotas.CALL_METER`) once it knows the
+    characters; all of them are given back if the call fails.
 
     Args:
         quotas: the keys and their usage.
@@ -221,6 +232,9 @@ class KeyInterceptor(grpc.aio.ServerInterceptor):
         except ServingError as error:
             refusal = error  # `error` is unbound after the `except` block
             return _with_behavior(handler, lambda behavior, streaming: _refuse(refusal))
+        if method.rsplit("/", 1)[-1] in METERED_BY_SERVICER:
+            return _with_behavior(handler, lambda behavior, streaming: _metered_by_servicer(
+                behavior, self._quotas, key))
         return _with_behavior(handler, lambda behavior, streaming: self._metered(
             behavior, key, streaming))
 
@@ -276,6 +290,24 @@ def _metered_stream(behavior, quotas: Quotas, key):
             raise
 
     return stream_unary
+
+
+def _metered_by_servicer(behavior, quotas: Quotas, key):
+    """`behavior` (a response stream) admitted once, its `Meter` in `CALL_METER` for the
+    servicer; every charge given back if the call fails."""
+
+    async def metered(request, context):
+        with quotas.admit(key):  # one request, its characters not known yet
+            meter = Meter(quotas, key)
+            CALL_METER.set(meter)  # in this call's own task: seen by the servicer
+            try:
+                async for response in behavior(request, context):
+                    yield response
+            except BaseException:
+                meter.refund()
+                raise
+
+    return metered
 
 
 def _refuse(error: ServingError):

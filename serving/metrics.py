@@ -67,6 +67,10 @@ class ServingMetrics:
             "nmt_cache_entries", "Sentence translations in the cache.", registry=r)
         self.cache_bytes = Gauge(
             "nmt_cache_bytes", "Estimated memory the cached translations hold.", registry=r)
+        self.inflight_shared = Counter(
+            "nmt_inflight_shared_sentences", "Sentences answered by the translation of the same "
+            "sentence (same options and model version) already queued or running for another "
+            "request, without a model call of their own.", registry=r)
         for result in ("hit", "miss"):
             self.cache_lookups.labels(result=result)
         for result in ("success", "failure"):

@@ -13,17 +13,21 @@ import functools
 import subprocess
 import sys
 import tempfile
+import types
 from collections.abc import Sequence
 from pathlib import Path
 
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from nmt.documents.file_formats import MEDIA_TYPES
 from nmt.documents.glossary import MAX_TERM_CHARS
 from nmt_api import protos
 from serving.calls import MAX_HEADER_BYTES, MAX_HEADERS, MAX_REQUEST_ID_CHARS
 
 OPENAPI_VERSION = "3.0.3"
+# The whole-file route (`serving.http_files`): multipart/form-data in, the file out.
+FILE_ROUTE = "/v1/files:translate"
 F = FieldDescriptor
 _SCALARS = {
     F.TYPE_DOUBLE: {"type": "number", "format": "double"},
@@ -62,6 +66,12 @@ _ERRORS_OF_RPC = {
         "404": "`glossary.glossaryId` names no glossary of this server; the message lists "
                "those it has (`GET /v1/glossaries`).",
     },
+    "TranslateFile": {
+        "400": "The body is not multipart/form-data with a `file` part, a field is unknown "
+               "or invalid, or the file cannot be read as its format (the message names the "
+               "file and its line) or its format cannot be told from its name.",
+        "404": "`glossary`'s `glossaryId` names no glossary of this server.",
+    },
 }
 
 
@@ -79,6 +89,9 @@ def openapi_document(endpoints: Sequence, limits, auth: bool) -> dict:
     for endpoint in endpoints:
         for message in (endpoint.request, endpoint.response):
             _add_schema(message.DESCRIPTOR, schemas, comments)
+    pb2, _ = protos.load()
+    for message in (pb2.FileHeader, pb2.FileSummary):  # the file route's (not JSON) messages
+        _add_schema(message.DESCRIPTOR, schemas, comments)
     _apply_limits(schemas, limits)
     schemas["Error"] = {
         "type": "object", "required": ["code", "message"],
@@ -90,6 +103,7 @@ def openapi_document(endpoints: Sequence, limits, auth: bool) -> dict:
     schemas["Status"] = {"type": "object", "properties": {
         "status": {"type": "string", "enum": ["UP", "SERVING", "NOT_SERVING"]}}}
     paths = {e.path: {e.method.lower(): _operation(e, auth)} for e in endpoints}
+    paths[FILE_ROUTE] = {"post": _file_operation(limits, auth, schemas)}
     paths["/healthz"] = {"get": _probe("Liveness: the process is up (always 200).", False)}
     paths["/readyz"] = {"get": _probe(
         "Readiness: 200 once the model is loaded and warmed up (gRPC health SERVING), 503 "
@@ -140,6 +154,39 @@ def _operation(endpoint, auth: bool) -> dict:
         operation["requestBody"] = {"required": True, "content": _json(endpoint.request)}
     if auth:
         operation["security"] = [{"bearer": []}]
+    return operation
+
+
+def _file_operation(limits, auth: bool, schemas: dict) -> dict:
+    """`POST FILE_ROUTE`: a `FileHeader`'s fields and a `file` part in, the file out."""
+    fields = {name: dict(prop) for name, prop in schemas["FileHeader"]["properties"].items()}
+    for name in ("options", "glossary"):  # JSON text in a form field
+        fields[name] = {"type": "string", "description": "JSON: " + fields[name].get(
+            "description", "")}
+    form = {"type": "object", "required": ["file"], "properties": {
+        "file": {"type": "string", "format": "binary",
+                 "description": f"The file, at most {limits.max_file_bytes} bytes; its "
+                                "filename gives `name` unless that field is sent."},
+        **fields}}
+    pb2, _ = protos.load()
+    endpoint = types.SimpleNamespace(
+        method="POST", rpc="TranslateFile", request=pb2.FileHeader, response=pb2.FileSummary,
+        summary="Translates a whole file, its format kept (gettext PO/POT, XLIFF, SRT, WebVTT, "
+                "Word .docx, Markdown), as `nmt translate-file` does")
+    operation = _operation(endpoint, auth)
+    operation["requestBody"] = {"required": True,
+                                "content": {"multipart/form-data": {"schema": form}}}
+    operation["responses"]["200"] = {
+        "description": "The translated file, as an attachment named by `FileSummary.name`.",
+        "headers": {"X-Nmt-Summary": {
+            "description": "The `FileSummary`, as JSON (ASCII).",
+            "schema": {"$ref": "#/components/schemas/FileSummary"}}},
+        "content": {media: {"schema": {"type": "string", "format": "binary"}}
+                    for media in sorted({m.split(";")[0] for m in MEDIA_TYPES.values()})}}
+    operation["responses"]["413"]["description"] = (
+        f"The file is over `maxFileBytes` ({limits.max_file_bytes}), or holds more than "
+        f"`maxFileSentences` ({limits.max_file_sentences}) sentences to translate, or the "
+        "other fields are over `maxMessageBytes`, or a decoding or glossary limit.")
     return operation
 
 

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import array
 import asyncio
+import contextvars
 import dataclasses
 import datetime
 import json
@@ -89,6 +90,9 @@ REJECTION_REASONS = ("requests_per_minute", "chars_per_day", "global_requests_pe
                      "global_chars_per_day")
 AUTH_FAILURES = ("missing", "invalid", "revoked")
 _TEXT_FIELDS = ("sentences", "sources", "targets")
+# RPCs admitted once per call, however many messages their request stream has, and charged
+# their characters by the servicer once it has read them (a file's, `Meter`).
+METERED_BY_SERVICER = frozenset({"TranslateFile"})
 
 
 class PermissionDenied(ServingError):
@@ -223,6 +227,35 @@ class Charge:
     def __exit__(self, kind, error, traceback) -> None:
         if error is not None:
             self.refund()
+
+
+class Meter:
+    """Charges the characters of a call admitted before they were known: a file's, once
+    the servicer has read it (`Quotas.charge_more`). Call `charge` on the event loop.
+
+    Args:
+        quotas: the keys and their usage.
+        key: the call's key (admitted already).
+    """
+
+    def __init__(self, quotas: Quotas, key: ApiKey):
+        self._quotas, self._key = quotas, key
+        self._charges: list[Charge] = []
+
+    def charge(self, chars: int) -> None:
+        """Charges `chars` more; raises (charging nothing) past a daily limit."""
+        self._charges.append(self._quotas.charge_more(self._key, chars))
+
+    def refund(self) -> None:
+        """Gives back everything charged (the call failed)."""
+        for charge in self._charges:
+            charge.refund()
+
+
+# The `Meter` of the call being served (`METERED_BY_SERVICER`), set by
+# `serving.interceptors.KeyInterceptor` in the call's task; None without keys.
+CALL_METER: contextvars.ContextVar[Meter | None] = contextvars.ContextVar(
+    "nmt_call_meter", default=None)
 
 
 def request_chars(message) -> int:
@@ -370,6 +403,33 @@ class Quotas:
             counted.requests += 1
             counted.chars += chars
             counted.last_used = wall
+        self._dirty = True
+        return Charge(key.name, chars, self._day, self)
+
+    def charge_more(self, key: ApiKey, chars: int) -> Charge:
+        """Charges `chars` characters to a request of `key` admitted already (whose
+        characters were not known then: a file's), against the daily limits only; it
+        counts no request. Call it on the event loop.
+
+        Returns:
+            The charge (`refund()` it if the call then fails).
+
+        Raises:
+            Unauthenticated, PermissionDenied: the key was removed or revoked since.
+            QuotaExceeded, LimitExceeded: as for `admit`.
+        """
+        key = self._current(key)
+        self._roll(self._today())
+        usage = self._usage.setdefault(key.name, Usage())
+        try:
+            self._check_chars(key, chars, usage, self._clock.wall())
+        except LimitExceeded:
+            usage.rejected += 1
+            self._global_usage.rejected += 1
+            self._dirty = True
+            raise
+        for counted in (usage, self._global_usage):
+            counted.chars += chars
         self._dirty = True
         return Charge(key.name, chars, self._day, self)
 

@@ -51,6 +51,8 @@ DEFAULT_METRICS_PORT = 9090
 # Off in the dataclass (tests, embedding); `nmt serve` turns it on by default.
 DEFAULT_HTTP_PORT = 8080
 NO_CACHE = CacheConfig(max_entries=0)
+# gRPC reads connection ages as milliseconds in a 32-bit integer: about 24.8 days.
+MAX_CONNECTION_AGE_S = (2**31 - 1) // 1000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +91,13 @@ class ServerConfig:
             reloaded when it changes (every `poll_interval_s`); None: no keys.
         keys_usage_file: where the keys' usage of the day is saved, so a
             restart keeps it; None: beside `keys_file` (`keys.usage.json`).
+        max_connection_age_s: each gRPC connection is closed (GOAWAY; the client
+            reconnects at its next call) after about this many seconds, so that
+            clients behind a connection-level balancer (a Kubernetes Service)
+            spread over replicas added later; 0 keeps connections as long as the
+            clients do.
+        max_connection_age_grace_s: how long calls in flight on an aged
+            connection may run before it is cut; None: until they end.
     """
 
     model_dir: Path
@@ -110,6 +119,8 @@ class ServerConfig:
     glossaries_dir: Path | None = None
     keys_file: Path | None = None
     keys_usage_file: Path | None = None
+    max_connection_age_s: float = 0.0
+    max_connection_age_grace_s: float | None = None
 
     def __post_init__(self) -> None:
         check_load_choice(self.precision)
@@ -138,6 +149,27 @@ class ServerConfig:
         if self.keys_file is not None and self.auth_token:
             raise ValueError("--keys and a bearer token (NMT_AUTH_TOKEN) both turn auth on: use "
                              "one (keys have names, limits and can be revoked one by one)")
+        self._check_connection_age()
+
+    def _check_connection_age(self) -> None:
+        age, grace = self.max_connection_age_s, self.max_connection_age_grace_s
+        if age != 0 and not 1 <= age <= MAX_CONNECTION_AGE_S:
+            raise ValueError(
+                f"max_connection_age_s must be 0 (off) or between 1 and {MAX_CONNECTION_AGE_S} "
+                "seconds: pass e.g. --max-connection-age 60, or 0 to keep connections open. "
+                f"Received: max_connection_age_s={age!r}")
+        if grace is None:
+            return
+        if age == 0:
+            raise ValueError(
+                "max_connection_age_grace_s applies only to aged connections: add "
+                "--max-connection-age SECONDS, or drop --max-connection-age-grace. "
+                f"Received: max_connection_age_grace_s={grace!r}, max_connection_age_s=0")
+        if not 0 <= grace <= MAX_CONNECTION_AGE_S:
+            raise ValueError(
+                f"max_connection_age_grace_s must be between 0 and {MAX_CONNECTION_AGE_S} "
+                "seconds, or unset to let calls on an aged connection run to their end. "
+                f"Received: max_connection_age_grace_s={grace!r}")
 
 
 class TranslationServer:
@@ -188,10 +220,8 @@ class TranslationServer:
         await self._refresh_glossaries()  # before the ports open: a name works from the start
         servicer = TranslationServicer(self.store, self._batcher, config.limits,
                                        config.stream_window, self.glossaries)
-        self._server = grpc.aio.server(interceptors=self._interceptors(), options=[
-            ("grpc.max_receive_message_length", config.limits.max_message_bytes),
-            ("grpc.so_reuseport", 0),  # a port in use is an error, not a shared port
-        ])
+        self._server = grpc.aio.server(interceptors=self._interceptors(),
+                                       options=grpc_server_options(config))
         self._server.add_generic_rpc_handlers((generic_handler(servicer),))
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         reflection.enable_server_reflection(
@@ -308,6 +338,27 @@ class TranslationServer:
         await self._server.wait_for_termination()
 
 
+def grpc_server_options(config: ServerConfig) -> list[tuple[str, int]]:
+    """The gRPC server's channel arguments for `config`."""
+    options = [
+        ("grpc.max_receive_message_length", config.limits.max_message_bytes),
+        ("grpc.so_reuseport", 0),  # a port in use is an error, not a shared port
+    ]
+    if config.max_connection_age_s:
+        # gRPC adds +-10% jitter to the age, so clients connected together do not all
+        # reconnect together. Without a grace, calls in flight (a long TranslateStream
+        # too) finish on the old connection; only new calls take the new one.
+        options.append(("grpc.max_connection_age_ms", _ms(config.max_connection_age_s)))
+        if config.max_connection_age_grace_s is not None:
+            options.append(("grpc.max_connection_age_grace_ms",
+                            _ms(config.max_connection_age_grace_s)))
+    return options
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
 def _host(host: str) -> str:
     """IPv6 literals need brackets in a gRPC address."""
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
@@ -325,6 +376,7 @@ async def serve(config: ServerConfig, registry: CollectorRegistry | None = None)
         "tls": config.tls_cert is not None, "auth": bool(config.auth_token),
         "keys_file": str(config.keys_file) if config.keys_file else None,
         "batching": dataclasses.asdict(config.batching),
+        "max_connection_age_s": config.max_connection_age_s,
         "cache": dataclasses.asdict(config.cache),
         "limits": dataclasses.asdict(config.limits), "pid": os.getpid(),
         "glossaries_dir": str(config.glossaries_dir) if config.glossaries_dir else None,

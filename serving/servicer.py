@@ -12,13 +12,16 @@ and their tags put onto the given targets the same way. A request's glossary
 applied to the translations the batcher returns, after the placeholders are
 back and the word-link rule applied, and before a document is joined (so its
 tags follow the terms' links): the batcher and its cache see the same
-sentences as without a glossary. Errors are raised, never turned into
-statuses here (see `serving.interceptors`).
+sentences as without a glossary. Whole files (`TranslateFile`) are read,
+translated through the batcher and written by `serving.files`, in worker
+threads. Errors are raised, never turned into statuses here (see
+`serving.interceptors`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 
 import grpc
 
@@ -33,8 +36,10 @@ from nmt_api import convert, protos
 from nmt_api.protos import SERVICE_NAME
 from serving.batching import Batcher
 from serving.errors import InvalidArgument, LimitExceeded, ModelUnavailable
+from serving.files import FILE_WORKERS, FileJob, file_responses, read_upload
 from serving.glossaries import GlossaryStore
 from serving.model_store import ModelStore
+from serving.quotas import CALL_METER, Meter
 from serving.validation import (
     Limits,
     ParsedAlignRequest,
@@ -42,6 +47,7 @@ from serving.validation import (
     blank_target,
     lenient_deserializer,
     parse_align_request,
+    parse_file_header,
     parse_request,
 )
 
@@ -66,6 +72,8 @@ class TranslationServicer:
         self._store, self._batcher, self._limits = store, batcher, limits
         self._window = stream_window
         self._glossaries = glossaries if glossaries is not None else GlossaryStore()
+        self._file_workers = concurrent.futures.ThreadPoolExecutor(
+            FILE_WORKERS, thread_name_prefix="nmt-file")
 
     def _default_options(self) -> DecodeOptions:
         """The decoding of options a request leaves unset: the served model's recommended
@@ -118,6 +126,25 @@ class TranslationServicer:
                                                  parsed.with_attention) for d in documents],
             request_id=parsed.request_id,
             model_version=version if version is not None else self._store.version or 0)
+
+    async def TranslateFile(self, request_iterator, context):
+        """The file of the request stream, translated: its summary, then its bytes."""
+        header, data = await read_upload(request_iterator, self._limits)
+        summary, translated = await self.translate_file(header, data, _deadline(context),
+                                                        CALL_METER.get())
+        for response in file_responses(summary, translated):
+            yield response
+
+    async def translate_file(self, header, data: bytes, deadline: float | None = None,
+                             meter: Meter | None = None):
+        """`(FileSummary, translated bytes)` of a `FileHeader` and a file (gRPC and HTTP)."""
+        parsed = parse_file_header(header, self._limits, self._default_options())
+        self._store.translator  # noqa: B018  (UNAVAILABLE before parsing when no model is loaded)
+        glossary = None
+        if parsed.glossary is not None:  # before parsing: an unknown name fails at once
+            glossary = await asyncio.to_thread(self._glossaries.resolve, parsed.glossary, "")
+        job = FileJob(self._batcher, self._limits, parsed, deadline, meter, glossary)
+        return await job.run(data, self._file_workers)
 
     async def GetModelInfo(self, request, context):
         return convert.model_info_to_proto(self._store.translator.info, self._limits)
@@ -271,4 +298,8 @@ def generic_handler(servicer: TranslationServicer) -> grpc.GenericRpcHandler:
         "ListGlossaries": grpc.unary_unary_rpc_method_handler(
             servicer.ListGlossaries, request_deserializer=pb2.ListGlossariesRequest.FromString,
             response_serializer=pb2.ListGlossariesResponse.SerializeToString),
+        "TranslateFile": grpc.stream_stream_rpc_method_handler(
+            servicer.TranslateFile,
+            request_deserializer=lenient_deserializer(pb2.TranslateFileRequest),
+            response_serializer=pb2.TranslateFileResponse.SerializeToString),
     })

@@ -14,6 +14,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message, message_fa
 
 from nmt.alignment import word_links
 from nmt.constants import DEFAULT_MAX_CHARS
+from nmt.documents.file_formats import FileSettings, format_of
 from nmt.documents.glossary import MAX_ENTRIES
 from nmt.types import DecodeOptions, options_over
 from serving.errors import InvalidArgument, LimitExceeded
@@ -21,6 +22,7 @@ from serving.errors import InvalidArgument, LimitExceeded
 OPTION_FIELDS = tuple(f.name for f in dataclasses.fields(DecodeOptions))
 MAX_REQUEST_ID_CHARS = 128
 MAX_GLOSSARY_ID_CHARS = 128
+MAX_FILE_NAME_CHARS = 255
 # The repeated text fields of the request messages, and what one element is called in errors.
 TEXT_FIELDS = {"sentences": "sentence", "sources": "source", "targets": "target"}
 
@@ -40,6 +42,9 @@ class Limits:
         max_glossary_entries: inline glossary entries per request
             (`Glossary.entries`), at most `nmt.documents.glossary.MAX_ENTRIES`;
             larger glossaries go on the server (`--glossaries`).
+        max_file_bytes: size of one file for `TranslateFile` (and `POST
+            /v1/files:translate`).
+        max_file_sentences: distinct sentences one file may send to the model.
     """
 
     max_sentences: int = 256
@@ -47,6 +52,8 @@ class Limits:
     max_message_bytes: int = 4 * 1024 * 1024
     max_beam_size: int = 16
     max_glossary_entries: int = 1000
+    max_file_bytes: int = 10 * 1024 * 1024
+    max_file_sentences: int = 10_000
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -127,6 +134,21 @@ class ParsedAlignRequest:
     with_attention: bool = False
     links: LinkChoice | None = None
     format: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ParsedFileHeader:
+    """A validated `FileHeader`: the file's name and format, and how to translate it.
+
+    `settings.batch_size` is the default; the servicer sets its own.
+    """
+
+    name: str
+    format: str
+    settings: FileSettings
+    options: DecodeOptions
+    request_id: str
+    glossary: GlossaryRequest | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -240,6 +262,55 @@ def parse_align_request(request, limits: Limits) -> ParsedAlignRequest:
     _check_request_id(request.request_id)
     return ParsedAlignRequest(sources, targets, _with_alignment(request), request.request_id,
                               request.with_attention, _links(request), format)
+
+
+def parse_file_header(header, limits: Limits,
+                      defaults: DecodeOptions | None = None) -> ParsedFileHeader:
+    """Validates a `FileHeader` (`TranslateFileRequest.header`) against `limits`.
+
+    Args:
+        header: a `FileHeader`.
+        limits: the server's limits.
+        defaults: the served model's decoding of unset options, as for `parse_request`.
+
+    Raises:
+        InvalidArgument: no name, a name too long, a format this server does
+            not know or cannot tell from the name, bad options.
+        LimitExceeded: over a limit (beam size, glossary entries).
+    """
+    if not header.name:
+        raise InvalidArgument("the header has no file name; set name, e.g. \"messages.pot\" "
+                              "(its extension gives the format unless format is set)")
+    if len(header.name) > MAX_FILE_NAME_CHARS:
+        raise InvalidArgument(
+            f"the file name is too long: at most {MAX_FILE_NAME_CHARS} characters. "
+            f"Received: {len(header.name)} characters; send the file's own name.")
+    _check_request_id(header.request_id)
+    settings = FileSettings(
+        overwrite=header.overwrite, review=_optional(header, "review", True),
+        merge_cues=not header.cue_by_cue,
+        placeholders=_optional(header, "keep_placeholders", True))
+    return ParsedFileHeader(header.name, _file_format(header), settings,
+                            _options(header, limits, "", defaults or DecodeOptions()),
+                            header.request_id, _glossary(header, limits))
+
+
+def _file_format(header) -> str:
+    """The header's format (`FILE_FORMAT_PO` -> `po`), else the one of its name's extension."""
+    enum = header.DESCRIPTOR.fields_by_name["format"].enum_type
+    names = "|".join(name for name, value in enum.values_by_name.items() if value.number)
+    value = enum.values_by_number.get(header.format)
+    if value is None:  # a number this server's proto does not know
+        raise InvalidArgument(f"format must be one of {names}. Received: format={header.format}")
+    given = None if value.number == 0 else value.name.removeprefix("FILE_FORMAT_").lower()
+    try:
+        return format_of(header.name, given, hint=f"format {names}")
+    except ValueError as error:
+        raise InvalidArgument(str(error)) from None
+
+
+def _optional(message, field: str, default: bool) -> bool:
+    return getattr(message, field) if message.HasField(field) else default
 
 
 def blank_target(pair: int) -> str:

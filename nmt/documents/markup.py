@@ -439,9 +439,10 @@ def plan_markup(text: str, format: str, split: bool = True, placeholders: bool =
     return MarkupPlan(text=text, format=format, units=tuple(units))
 
 
-def plan_text(text: str, split: bool = True) -> MarkupPlan:
+def plan_text(text: str, split: bool = True, kinds=KINDS) -> MarkupPlan:
     """The plan of a plain text whose placeholders (every kind of
-    `nmt.documents.placeholders.KINDS`) are carried across as standalone pieces.
+    `nmt.documents.placeholders.KINDS`, or of `kinds`) are carried across as
+    standalone pieces.
 
     The model reads the text without them; each comes back verbatim, once,
     at the place the word links give it (`plan.join`), with no escaping.
@@ -451,13 +452,16 @@ def plan_text(text: str, split: bool = True) -> MarkupPlan:
         split: split into sentences as `nmt.documents.sentences.split_document`
             does (every line break ends one); False keeps it one sentence (a
             line break is then a space).
+        kinds: the placeholder kinds to carry across (`REST_KINDS` for
+            reStructuredText).
 
     Raises:
         TypeError: `text` is not a str.
+        ValueError: `kinds` names an unknown kind.
     """
     if not isinstance(text, str):
         raise TypeError(f"A document must be a str. Received: {type(text).__name__}")
-    items = with_pieces(text, _text_items(text, split), KINDS)
+    items = with_pieces(text, _text_items(text, split), kinds)
     units = [unit for run in block_runs(items, split) for unit in block_units(text, run, split)]
     return MarkupPlan(text=text, format="text", units=tuple(units))
 
@@ -520,8 +524,8 @@ def _pieces_of(text: str, start: int, end: int, kinds) -> list[Item]:
     return items
 
 
-def plan_document(text: str, format: str,
-                  placeholders: bool = False) -> DocumentPlan | MarkupPlan:
+def plan_document(text: str, format: str, placeholders: bool = False,
+                  kinds=KINDS) -> DocumentPlan | MarkupPlan:
     """The plan of one document in `format` (`text`, `html` or `xml`), for `join_documents`.
 
     Args:
@@ -530,17 +534,20 @@ def plan_document(text: str, format: str,
         placeholders: carry its placeholders (`nmt.documents.placeholders`)
             across as standalone pieces; a document without one is planned
             exactly as without this.
+        kinds: the placeholder kinds of a `text` document (`plan_text`);
+            markup carries `MARKUP_KINDS`.
 
     Raises:
         MarkupError: `html` or `xml` that is malformed or over a limit.
-        ValueError: `format` is not one of `DOCUMENT_FORMATS`.
+        ValueError: `format` is not one of `DOCUMENT_FORMATS`, or `kinds` names
+            an unknown kind.
     """
     if format not in DOCUMENT_FORMATS:
         raise ValueError(f"format must be one of {DOCUMENT_FORMATS}. Received: {format!r}")
     if format != "text":
         return plan_markup(text, format, placeholders=placeholders)
-    if placeholders and isinstance(text, str) and find_placeholders(text):
-        return plan_text(text)
+    if placeholders and isinstance(text, str) and find_placeholders(text, kinds):
+        return plan_text(text, kinds=kinds)
     return split_document(text)
 
 

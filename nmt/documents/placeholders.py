@@ -38,6 +38,31 @@ Deliberately not placeholders:
 In prose, `%` right before a conversion letter (`20%off`) does read as a
 placeholder: such requests can turn placeholders off.
 
+One more kind, `rest`, is only found when asked for (`REST_KINDS`, not
+`KINDS`): the inline markup of reStructuredText (Sphinx documentation, e.g. the
+PO files of the Python documentation), each kept whole:
+- roles, with or without a domain: `` :func:`len` ``, `` :py:meth:`str.split` ``,
+  `` :class:`~os.PathLike` ``, `` :keyword:`!if` ``, `` :pep:`8` ``,
+  `` :ref:`text <label>` ``, a role after its text, `` `len`:func: ``, and
+  interpreted text of the default role, `` `x` ``;
+- inline literals ``` ``x = 1`` ``` (single backticks inside included);
+- hyperlink references `` `text <https://...>`_ ``, `` `label`_ ``,
+  `` `anonymous`__ ``; footnote and citation references `[1]_`, `[#]_`,
+  `[#note]_`, `[*]_`, `[CIT2002]_`;
+- substitution references `|version|` (and `|name|_`);
+- the `::` that ends a line (`For example::`, `concatenated. ::`): it makes the
+  next paragraph a literal block.
+The text of a `:ref:` role or of a hyperlink reference stays English, as an
+ICU message's does. As reST's own inline markup, each starts and ends at a
+word's edge and has no space just inside its delimiters, so these are not
+matched: a lone backtick or bar (`` it's `quoted' ``, `a | b`), a space inside
+the delimiters (`` ` x` ``, ``` `` x`` ```, `| x |`), markup after a letter,
+digit or backslash (``` a``b`` ```, `x|y|z`, `` \\`x` ``) or before one
+(`` `x`s ``), a `_` reference without backticks (`word_`: it reads like an
+identifier), `::` but at a line's end (`std::vector`, `a[::2]`), `[1]` without
+its `_`, markup over a line break, and `*emphasis*` and `**strong**`, whose
+words are translated.
+
 Nothing here imports TensorFlow.
 """
 
@@ -48,6 +73,8 @@ import html.entities
 import re
 
 KINDS = ("printf", "brace", "icu", "entity")
+# The kinds of reStructuredText documentation: `rest` is only found when asked for.
+REST_KINDS = (*KINDS, "rest")
 # In HTML and XML documents an entity is markup, decoded by the parser (nmt.documents.markup).
 MARKUP_KINDS = ("printf", "brace", "icu")
 
@@ -78,7 +105,24 @@ _ENTITY = r"&(?:\#[0-9]{1,7}|\#[xX][0-9a-fA-F]{1,6}|(?P<entity>[A-Za-z][A-Za-z0-
 _PATTERN = re.compile(
     rf"(?P<icu>{_ICU})|(?P<brace>{_BRACE})|(?P<printf>{_PRINTF})|(?P<entity_ref>{_ENTITY})",
     re.VERBOSE)
-_GROUPS = {"icu": "icu", "brace": "brace", "printf": "printf", "entity_ref": "entity"}
+_GROUPS = {"icu": "icu", "brace": "brace", "printf": "printf", "entity_ref": "entity",
+           "rest": "rest"}
+# reStructuredText's inline markup: it starts after a space, punctuation or the start and
+# ends before one (not inside a word), and has no space just inside its edges.
+_REST = r"""
+    (?<![\w`\\|])                                       # not after a letter, ` \ or |
+    (?:``[^\s`](?:(?:[^`\n]|`(?!`))*[^\s`])?``          # ``inline literal``
+      | (?:(?::[^\W\d_][\w+.-]*)+:)?                    # a role, :func: or :py:meth:, or none
+        `[^\s`](?:[^`\n]*[^\s`])?`                      # `text`, and `text <url>`_,
+        (?:__?|(?::[^\W\d_][\w+.-]*)+:)?                # `anonymous`__, `len`:func:
+      | \|[^\s|](?:[^|\n]*[^\s|])?\|(?:__?)?            # |substitution|
+      | \[(?:[0-9]+|\#(?:[^\W\d_][\w.-]*)?|\*|[^\W\d_][\w.-]*)\]_  # [1]_ [#]_ [#a]_ [C]_
+    )(?![\w`|])                                          # not before a letter, ` or |
+  | (?<!:)::(?=[ \t]*(?:\r?\n|\Z))                       # `::` ending a line: a literal block
+"""
+# With `rest` asked for, its markup is tried first, so that a `%s` or `{0}` inside a
+# literal stays in it; without, `_PATTERN` alone (reST markup is then text).
+_REST_PATTERN = re.compile(rf"(?P<rest>{_REST})|{_PATTERN.pattern}", re.VERBOSE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +132,7 @@ class Placeholder:
     Attributes:
         start, end: its characters, `text[start:end]`.
         text: as written.
-        kind: one of `KINDS`.
+        kind: one of `REST_KINDS` (`KINDS` and `rest`).
         ordered: it takes the next argument in order (`%s`, `%d`, `{}`), so
             placeholders like it must keep their order in the translation;
             positional and named ones (`%1$s`, `{0}`, `%(name)s`) may move,
@@ -121,9 +165,10 @@ class Piece:
 
 
 def _check_kinds(kinds) -> tuple[str, ...]:
-    unknown = sorted(set(kinds) - set(KINDS))
+    unknown = sorted(set(kinds) - set(REST_KINDS))
     if unknown or isinstance(kinds, str):
-        raise ValueError(f"kinds must be a collection of {KINDS}. Received: kinds={kinds!r}")
+        raise ValueError(f"kinds must be a collection of {REST_KINDS}. Received: "
+                         f"kinds={kinds!r}")
     return tuple(kinds)
 
 
@@ -132,14 +177,14 @@ def find_placeholders(text: str, kinds=KINDS) -> list[Placeholder]:
 
     Args:
         text: a UI string, sentence or document.
-        kinds: the kinds to find (default: all of `KINDS`).
+        kinds: the kinds to find (default: all of `KINDS`; `REST_KINDS` adds `rest`).
 
     Raises:
         ValueError: `kinds` names an unknown kind.
     """
     kinds = _check_kinds(kinds)
     found = []
-    for match in _PATTERN.finditer(text):
+    for match in (_REST_PATTERN if "rest" in kinds else _PATTERN).finditer(text):
         kind = _GROUPS[match.lastgroup]
         if kind not in kinds:
             continue
@@ -158,6 +203,7 @@ def _auto_numbered(match: re.Match) -> bool:
 
 _ENTITY_NAMES = frozenset(name for name in html.entities.html5 if name.endswith(";"))
 _WORD = re.compile(r"\S+")
+_NON_SPACE = re.compile(r"\S*")
 
 
 def verbatim_pieces(text: str, kinds=KINDS, words: bool = True) -> list[Piece]:
@@ -167,7 +213,11 @@ def verbatim_pieces(text: str, kinds=KINDS, words: bool = True) -> list[Piece]:
     `Delete '%s'?` gives the piece `'%s'?`, so the model reads `Delete` rather
     than `Delete ''?` and the piece stays a word of its own; in `%ss` or
     `Shortcut=%s` the placeholder alone is the piece. On the Godot UI strings
-    whole words read better (bench/placeholders.py).
+    whole words read better (bench/placeholders.py). A placeholder over several
+    words is a piece alone, but for reStructuredText's, which take the
+    punctuation around them along (`` (``a < 10``). ``, `` `link <url>`_. ``):
+    alone, the translation would glue them to the next word (`` ``a``l'eau ``),
+    which breaks the markup.
 
     Args:
         text: as for `find_placeholders`.
@@ -183,17 +233,19 @@ def verbatim_pieces(text: str, kinds=KINDS, words: bool = True) -> list[Piece]:
         return [Piece(p.start, p.end, p.text, p.ordered) for p in placeholders]
     pieces, k = [], 0
     for word in _WORD.finditer(text):
-        inside = []
-        while k < len(placeholders) and placeholders[k].start < word.end():
+        inside, end = [], word.end()
+        while k < len(placeholders) and placeholders[k].start < end:
             inside.append(placeholders[k])
             k += 1
+            if inside[-1].kind == "rest" and inside[-1].end > end:
+                end = _NON_SPACE.match(text, inside[-1].end).end()  # the word it ends in
         if not inside:
             continue
-        rest = "".join(text[a:b] for a, b in _gaps(word.start(), word.end(), inside))
-        if any(char.isalnum() for char in rest) or inside[-1].end > word.end():
+        outside = "".join(text[a:b] for a, b in _gaps(word.start(), end, inside))
+        if any(char.isalnum() for char in outside) or inside[-1].end > end:
             pieces += [Piece(p.start, p.end, p.text, p.ordered) for p in inside]
         else:
-            pieces.append(Piece(word.start(), word.end(), word[0],
+            pieces.append(Piece(word.start(), end, text[word.start():end],
                                 any(p.ordered for p in inside)))
     return pieces
 

@@ -14,6 +14,12 @@ What is translated:
   and put back (`nmt.documents.markup.plan_document`), joined with the text's
   own spacing. The distinct sentences of the whole file are translated
   together, sorted by length, `batch_size` a call.
+- In a file of reStructuredText documentation (a message's reference names a
+  `.rst` file, as Sphinx writes them: `#: ../../library/os.rst:42`), its
+  inline markup is carried across too: roles, literals, references
+  (`` :func:`len` ``, ``` ``code`` ```, `` `text <url>`_ ``, `|version|`, a
+  line's final `::`; kind `rest` of `nmt.documents.placeholders`).
+  `PoOptions.rest` turns this on or off whatever the references say.
 - A message written is marked `fuzzy` (msgfmt leaves it out of the .mo until
   a translator clears the flag) unless `fuzzy=False`, which also clears a
   `fuzzy` flag and `#|` previous strings the message had.
@@ -48,6 +54,7 @@ import polib
 
 from nmt.documents.file_batches import FileOptions, Progress, translate_plans
 from nmt.documents.markup import plan_document
+from nmt.documents.placeholders import KINDS, REST_KINDS
 from nmt.documents.sentences import TARGET_LANGUAGE, Translate
 
 PLURAL_FORMS = "nplurals=2; plural=(n > 1);"
@@ -67,6 +74,7 @@ _FIELD_ORDER = ("Project-Id-Version", "Report-Msgid-Bugs-To", "POT-Creation-Date
 _CHARSET = re.compile(rb'Content-Type:[^"\n]*?charset=([\w.:-]+)')
 _POLIB_ERROR = re.compile(r"\(line (\d+)\)(?::\s*(.*))?")
 _WORD = re.compile(r"\S*\s*")
+_REST_SOURCE = re.compile(r"\.(?:rst|rest)$", re.IGNORECASE)  # reStructuredText files
 
 
 class PoFileError(ValueError):
@@ -81,10 +89,14 @@ class PoOptions(FileOptions):
     Attributes:
         overwrite: translate messages that have a translation too (default: keep it).
         fuzzy: mark each message written `fuzzy`, for review.
+        rest: carry reStructuredText's inline markup across, with the other
+            placeholders (`` :func:`len` ``, ``` ``code`` ```); None: when the
+            file's references name `.rst` files (`is_restructuredtext`).
     """
 
     overwrite: bool = False
     fuzzy: bool = True
+    rest: bool | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,7 +242,9 @@ def translate_po(document: PoDocument, translate: Translate,
         plural_forms = PLURAL_FORMS
     todo = _to_translate(document, options.overwrite, lambda: _nplurals(plural_forms, document))
     texts = list(dict.fromkeys(text for forms in todo.values() for text in forms.values()))
-    translated, sentences = _translate_texts(texts, translate, options, progress)
+    rest = is_restructuredtext(document) if options.rest is None else options.rest
+    translated, sentences = _translate_texts(texts, translate, options, progress,
+                                             REST_KINDS if rest else KINDS)
     changes = {index: _change(document.catalog[index], forms, translated, options.fuzzy)
                for index, forms in todo.items()}
     header = _header_edits(fields, plural_forms, document.encoding, bool(changes),
@@ -249,6 +263,13 @@ def translate_po(document: PoDocument, translate: Translate,
     obsolete = sum(e.obsolete for e in document.catalog)
     return PoTranslation(data, PoReport(messages=len(messages), written=len(changes), kept=kept,
                                         obsolete=obsolete, texts=len(texts), sentences=sentences))
+
+
+def is_restructuredtext(document: PoDocument) -> bool:
+    """Whether the file's messages are reStructuredText: a reference of one names a `.rst`
+    (or `.rest`) file, as Sphinx's gettext builder writes them (`#: ../../library/os.rst:42`)."""
+    return any(_REST_SOURCE.search(path) for entry in document.catalog if not entry.obsolete
+               for path, _ in entry.occurrences)
 
 
 def _has_translation(entry: polib.POEntry) -> bool:
@@ -283,10 +304,10 @@ def _to_translate(document: PoDocument, overwrite: bool,
 
 
 def _translate_texts(texts: list[str], translate: Translate, options: PoOptions,
-                     progress: Progress | None) -> tuple[dict[str, str], int]:
-    """Each (distinct) text's translation as `nmt translate --format text` gives it, and
-    the number of distinct sentences read."""
-    plans = {text: plan_document(text, "text", options.placeholders) for text in texts}
+                     progress: Progress | None, kinds) -> tuple[dict[str, str], int]:
+    """Each (distinct) text's translation as `nmt translate --format text` gives it (with
+    the placeholders of `kinds`), and the number of distinct sentences read."""
+    plans = {text: plan_document(text, "text", options.placeholders, kinds) for text in texts}
     joined, sentences = translate_plans(plans, translate, options.batch_size, progress)
     return {text: document.text for text, document in joined.items()}, sentences
 

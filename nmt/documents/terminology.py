@@ -54,7 +54,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -169,6 +169,20 @@ def apply_glossary(translation: Translation, glossary: Glossary, articles: bool 
             word_scores=_rows(hypothesis.word_scores, result.target_words),
             applied_terms=result.applied))
     return dataclasses.replace(translation, nbest=tuple(hypotheses)), applied
+
+
+def translating_with_glossary(translate: Callable[[Sequence[str]], Sequence[Translation]],
+                              glossary: Glossary | None
+                              ) -> Callable[[Sequence[str]], list[Translation]]:
+    """`translate` with the glossary applied to each sentence's translation (as the
+    whole-file formats and the batch jobs take it); `translate` itself without terms."""
+    if glossary is None or not len(glossary):
+        return translate
+
+    def translate_with_terms(sentences: Sequence[str]) -> list[Translation]:
+        return [apply_glossary(result, glossary)[0] for result in translate(sentences)]
+
+    return translate_with_terms
 
 
 def _rows(values, kept: Sequence[int | None]) -> np.ndarray | None:

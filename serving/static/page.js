@@ -24,6 +24,10 @@
   const svg = links.querySelector("svg");
   const linkStatus = $("link-status");
   const heatmap = $("heatmap");
+  const fileForm = $("file-form");
+  const fileInput = $("file");
+  const fileStatus = $("file-status");
+  const fileLink = $("file-link");
   const SVG_NS = "http://www.w3.org/2000/svg";
   // ColorBrewer "Blues": weight 0 is the lightest, weight 1 the darkest.
   const SCALE = [[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]];
@@ -61,11 +65,23 @@
     if (field) field.focus();
   }
 
-  async function call(method, path, body) {
-    const headers = { Accept: "application/json" };
-    if (body !== undefined) headers["Content-Type"] = "application/json";
+  // The bearer token, if one was entered, as request headers.
+  function authorization() {
     const token = tokenInput.value.trim();
-    if (token) headers.Authorization = `Bearer ${token}`;
+    return token ? { Authorization: `Bearer ${token}` } : {};
+  }
+
+  // The error of an answer that is not OK: the server's JSON error, else the HTTP status.
+  function failure(response, answer) {
+    const error = new Error(answer && answer.message
+      ? `${answer.code}: ${answer.message}` : `HTTP ${response.status} ${response.statusText}`);
+    error.status = response.status;
+    return error;
+  }
+
+  async function call(method, path, body) {
+    const headers = { Accept: "application/json", ...authorization() };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
     const response = await fetch(path, {
       method, headers, body: body === undefined ? undefined : JSON.stringify(body),
     });
@@ -75,12 +91,7 @@
     } catch (ignored) {
       // Not JSON (e.g. a proxy's error page): reported by status below.
     }
-    if (!response.ok) {
-      const error = new Error(answer && answer.message
-        ? `${answer.code}: ${answer.message}` : `HTTP ${response.status} ${response.statusText}`);
-      error.status = response.status;
-      throw error;
-    }
+    if (!response.ok) throw failure(response, answer);
     return answer;
   }
 
@@ -472,9 +483,62 @@
     }
   }
 
+  // --- a whole file ----------------------------------------------------------------------
+
+  // The form of POST /v1/files:translate, or null (and the error shown).
+  function fileRequest() {
+    const file = fileInput.files[0];
+    if (!file) return showError("Choose a file to translate.", fileInput);
+    const beam = integerIn(beamSize, "Beam size");
+    const glossary = beam === null ? null : glossaryRequest();
+    if (glossary === null) return null;
+    const body = new FormData();
+    body.append("file", file, file.name);
+    body.append("overwrite", String($("file-overwrite").checked));
+    body.append("review", String($("file-review").checked));
+    body.append("options", JSON.stringify({ beamSize: beam }));
+    if (glossary) body.append("glossary", JSON.stringify(glossary));
+    return body;
+  }
+
+  async function onFileSubmit(event) {
+    event.preventDefault();
+    errorBox.textContent = "";
+    const body = fileRequest();
+    if (!body) return;
+    $("file-submit").disabled = true;
+    $("file-download").hidden = true;
+    fileStatus.textContent = `Translating ${fileInput.files[0].name}…`;
+    try {
+      const response = await fetch("/v1/files:translate",
+                                   { method: "POST", headers: authorization(), body });
+      if (!response.ok) throw failure(response, await response.json().catch(() => null));
+      const summary = JSON.parse(response.headers.get("X-Nmt-Summary") || "{}");
+      offerDownload(await response.blob(), summary);
+    } catch (error) {
+      if (error.status === 401) needToken();
+      fileStatus.textContent = "";
+      showError(error.message, error.status === 401 ? tokenInput : fileInput);
+    } finally {
+      $("file-submit").disabled = false;
+    }
+  }
+
+  function offerDownload(blob, summary) {
+    const name = summary.name || "translation";
+    if (fileLink.href.startsWith("blob:")) URL.revokeObjectURL(fileLink.href);
+    fileLink.href = URL.createObjectURL(blob);
+    fileLink.download = name;
+    fileLink.textContent = `Download ${name}`;
+    $("file-download").hidden = false;
+    fileStatus.textContent = `${name}: ${summary.text || "translated"}.`;
+    fileLink.focus();
+  }
+
   // --- wiring ----------------------------------------------------------------------------
 
   form.addEventListener("submit", onSubmit);
+  fileForm.addEventListener("submit", onFileSubmit);
   for (const radio of form.elements.mode) radio.addEventListener("change", syncMode);
   beamSize.addEventListener("input", syncNBest);
   for (const box of [source, target, documentBox, glossaryBox]) {

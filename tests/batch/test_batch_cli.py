@@ -219,3 +219,20 @@ def test_batch_refuses_a_bad_glossary_naming_its_line(tmp_path, capsys):
 
     assert f"{terms}, line 2: expected 2 columns" in capsys.readouterr().err
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_batch_translates_a_directory_of_files_with_the_model(tmp_path, tiny_model_dir, capsys):
+    source = tmp_path / "in"
+    (source / "docs").mkdir(parents=True)
+    (source / "docs" / "guide.md").write_text("# Saving\n\nGood morning.\n\n    code stays\n")
+    (source / "talk.srt").write_text("1\n00:00:01,000 --> 00:00:02,000\nHow are you?\n")
+    out = tmp_path / "out"
+    common = ["--model", str(tiny_model_dir), "--beam-size", "1", "--no-progress"]
+    assert main(["batch", str(source), str(out), *common]) == 0
+    assert "2 files translated, 0 with errors" in capsys.readouterr().err
+    markdown = (out / "docs" / "guide.md").read_text()
+    assert markdown.startswith("# ") and "Good morning." not in markdown
+    assert markdown.endswith("\n\n    code stays\n")
+    assert "00:00:01,000 --> 00:00:02,000\n" in (out / "talk.srt").read_text()
+    assert main(["batch", str(source), str(out), "--resume", *common]) == 0
+    assert "0 files translated, 2 already there" in capsys.readouterr().err

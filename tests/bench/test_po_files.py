@@ -104,6 +104,15 @@ def test_run_file_prints_what_was_kept(capsys):
     assert "placeholders kept in 1 of 1 forms that have some" in out
 
 
+@pytest.mark.parametrize(("rest", "kept"), [(None, 2), (False, 0)])
+def test_run_file_counts_the_rest_markup_kept(capsys, rest, kept):
+    data = emptied(polib.pofile(DOCS))
+
+    run_file("docs.po", data, references_of(polib.pofile(DOCS)), shouting, PoOptions(rest=rest))
+
+    assert f"reST roles and literals kept {kept} of 2" in capsys.readouterr().out
+
+
 def test_main_runs_on_small_files(tmp_path, tiny_model_dir, capsys):
     folder = tmp_path / "files-enfr"
     folder.mkdir()

@@ -27,7 +27,7 @@ def test_is_stale_when_missing_or_older_than_the_proto(tmp_path):
     assert protos.is_stale(tmp_path)
 
 
-def test_the_service_has_its_five_rpcs():
+def test_the_service_has_its_six_rpcs():
     pb2, pb2_grpc = protos.load()
 
     assert pb2.DESCRIPTOR.package == "nmt.v1"
@@ -35,12 +35,15 @@ def test_the_service_has_its_five_rpcs():
     service = pb2.DESCRIPTOR.services_by_name["TranslationService"]
     assert service.full_name == protos.SERVICE_NAME == "nmt.v1.TranslationService"
     assert {m.name for m in service.methods} == {
-        "Translate", "TranslateStream", "Align", "GetModelInfo", "ListGlossaries"}
+        "Translate", "TranslateStream", "Align", "GetModelInfo", "ListGlossaries",
+        "TranslateFile"}
     align = service.methods_by_name["Align"]
     assert (align.input_type.name, align.output_type.name) == ("AlignRequest", "AlignResponse")
     assert align.output_type.fields_by_name["alignments"].message_type.name == "Translation"
     stream = service.methods_by_name["TranslateStream"]
     assert stream.client_streaming and stream.server_streaming
+    files = service.methods_by_name["TranslateFile"]
+    assert files.client_streaming and files.server_streaming
     assert hasattr(pb2_grpc, "TranslationServiceStub")
 
 
@@ -83,3 +86,12 @@ def test_proto_comments_state_the_decode_options_defaults():
         parsed = {"true": True, "false": False}.get(text_value) if isinstance(value, bool) \
             else type(value)(text_value)
         assert parsed == value, f"{name}: the proto says [{text_value}], DecodeOptions() {value!r}"
+
+
+def test_the_file_formats_are_those_of_the_documents_library():
+    from nmt.documents.file_formats import FILE_FORMATS
+
+    pb2, _ = protos.load()
+    names = [name for name, value in pb2.FileFormat.items() if value]
+    assert [n.removeprefix("FILE_FORMAT_").lower() for n in names] == list(FILE_FORMATS)
+    assert pb2.FileFormat.Name(0) == "FILE_FORMAT_UNSPECIFIED"

@@ -361,3 +361,106 @@ def test_a_markdown_file_that_is_not_utf8_fails_before_the_model_loads(fake_tran
 
     assert code == 2 and fake_translator.loads == 0
     assert err.startswith(f"nmt translate-file: error: {source}:3: not UTF-8 text")
+
+
+# --- through a server (--server HOST:PORT) ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shouting_server(tmp_path_factory):
+    from tests.serving.file_fakes import fake_server
+
+    with fake_server(tmp_path_factory.mktemp("model")) as (server, _):
+        yield server
+
+
+def _without_revision_date(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if "PO-Revision-Date" not in line)
+
+
+@pytest.mark.parametrize("flags", [[], ["--overwrite", "--no-fuzzy"]])
+def test_through_a_server_the_file_and_the_summary_line_are_those_of_the_model_in_process(
+        fake_translator, shouting_server, template, tmp_path, capsys, flags):
+    local, remote = tmp_path / "local.po", tmp_path / "remote.po"
+
+    code, printed_here, err = run(capsys, template, local, *flags)
+    assert code == 0, err
+    code, printed_there, err = run(capsys, template, remote, "--server", shouting_server.target,
+                                   "--beam-size", "2", *flags)
+
+    assert code == 0, err
+    assert _without_revision_date(remote.read_text(encoding="utf-8")) == (
+        _without_revision_date(local.read_text(encoding="utf-8")))
+    assert printed_there.split(" in ")[0] == printed_here.split(" in ")[0].replace(
+        "local.po", "remote.po")
+    assert fake_translator.loads == 1  # the local run only
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["local.po", "messages.pot",
+                                                          "remote.po"]
+
+
+def test_through_a_server_its_refusal_is_printed_and_out_is_left_alone(shouting_server,
+                                                                       tmp_path, capsys):
+    notes, out = tmp_path / "notes.po", tmp_path / "fr.po"
+    notes.write_text("# Notes\n\nBuy bread.\n")
+
+    code, _, err = run(capsys, notes, out, "--server", shouting_server.target)
+
+    assert code == 1 and not out.exists()
+    assert err == ("nmt translate-file: error: the server answered INVALID_ARGUMENT: notes.po:3: "
+                   "not PO syntax (not a comment, keyword or quoted string): is it a PO or POT "
+                   "file?\n")
+
+
+def test_through_a_server_a_local_precision_or_model_is_refused(template, tmp_path, capsys):
+    code, _, err = run(capsys, template, tmp_path / "fr.po", "--server", "localhost:1",
+                       "--precision", "float32")
+    assert code == 2 and "--precision float32 applies to a local --model" in err
+
+    with pytest.raises(SystemExit):  # argparse: --model and --server exclude each other
+        run(capsys, template, tmp_path / "fr.po", "--server", "localhost:1", "--model", "m")
+
+
+def test_rest_roles_are_kept_in_sphinx_files_unless_no_rest(fake_translator, tmp_path, capsys):
+    source = tmp_path / "functions.po"
+    source.write_text('#: ../../library/functions.rst:3\nmsgid "Call :func:`len` on ``x``."\n'
+                      'msgstr ""\n', encoding="utf-8")
+
+    for flags, wanted in (((), "CALL :func:`len` ON ``x``."),
+                          (("--no-rest",), "CALL :FUNC:`LEN` ON ``X``.")):
+        code, _, err = run(capsys, source, tmp_path / "fr.po", *flags)
+        assert code == 0, err
+        assert polib.pofile(str(tmp_path / "fr.po"))[0].msgstr == wanted
+
+    code, _, err = run(capsys, source, tmp_path / "fr.po", "--server", "localhost:1", "--rest")
+    assert code == 2 and "--rest applies to a local --model" in err
+
+
+# --- with a glossary (--glossary FILE) ---------------------------------------------------------
+
+
+def test_a_glossary_is_written_into_the_file_here_and_through_a_server(
+        fake_translator, monkeypatch, shouting_server, template, tmp_path, capsys):
+    from tests.serving.file_fakes import shouted
+
+    monkeypatch.setattr(FakeTranslator, "translate",
+                        lambda self, sentences, options=None: [shouted(s) for s in sentences])
+    terms = tmp_path / "terms.tsv"
+    terms.write_text("green tea\tthé vert\n", encoding="utf-8")
+    local, remote = tmp_path / "local.po", tmp_path / "remote.po"
+
+    code, _, err = run(capsys, template, local, "--glossary", terms)
+    assert code == 0, err
+    code, _, err = run(capsys, template, remote, "--glossary", terms,
+                       "--server", shouting_server.target)
+    assert code == 0, err
+
+    found = {(e.msgctxt, e.msgid): e for e in polib.pofile(str(local))}
+    assert found[(None, "I like green tea.")].msgstr == "I LIKE thé vert."
+    assert _without_revision_date(remote.read_text(encoding="utf-8")) == (
+        _without_revision_date(local.read_text(encoding="utf-8")))
+
+
+def test_a_glossary_id_needs_a_server(fake_translator, template, tmp_path, capsys):
+    code, _, err = run(capsys, template, tmp_path / "fr.po", "--glossary-id", "medical")
+    assert code == 2 and "--glossary-id names a glossary of a server" in err
+    assert fake_translator.loads == 0

@@ -329,3 +329,196 @@ def test_align_pairs_count_against_the_same_queue_and_deadlines():
 def test_config_is_validated(kwargs, match):
     with pytest.raises(ValueError, match=match):
         BatchingConfig(**kwargs)
+
+
+# --- in-flight sharing: one model translation for concurrent requests of one sentence -------
+
+
+def test_concurrent_requests_for_a_queued_sentence_reach_the_model_once():
+    async def test(batcher, model, metrics):
+        blocker = await _blocker(batcher, model)
+        requests = [["Save."], ["Save.", "Open."], ["Save."]]
+        tasks = [asyncio.ensure_future(batcher.translate(r, DecodeOptions())) for r in requests]
+        await asyncio.sleep(0.01)
+        assert batcher.depth == 2  # "Save." and "Open."
+        assert batcher.in_flight == 3  # and "blocker", running
+        model.gate.set()
+        results = await asyncio.gather(blocker, *tasks)
+        assert [call for call, _ in model.calls] == [["blocker"], ["Save.", "Open."]]
+        assert [[t.text for t in ts] for ts, _ in results[1:]] == [
+            ["SAVE."], ["SAVE.", "OPEN."], ["SAVE."]]
+        assert results[1][0][0] is results[3][0][0]
+        assert _value(metrics, "nmt_inflight_shared_sentences_total") == 2
+        assert _value(metrics, "nmt_translated_sentences_total") == 3
+        assert batcher.in_flight == 0  # only sentences in flight are kept
+
+    run(test)
+
+
+def test_a_request_joins_a_sentence_the_model_is_translating():
+    async def test(batcher, model, metrics):
+        model.hold()
+        first = asyncio.ensure_future(batcher.translate(["Running."], DecodeOptions()))
+        await model.wait_started()
+        second = asyncio.ensure_future(batcher.translate(["Running."], DecodeOptions()))
+        await asyncio.sleep(0.01)
+        assert batcher.depth == 0  # joined, not queued
+        model.gate.set()
+        (a, version_a), (b, version_b) = await asyncio.gather(first, second)
+        assert model.calls == [(["Running."], DecodeOptions())]
+        assert a[0].text == b[0].text == "RUNNING." and version_a == version_b == 7
+
+    run(test)
+
+
+def test_a_model_error_reaches_every_request_waiting_for_the_sentence():
+    async def test(batcher, model, metrics):
+        model.hold()
+        model.fail_with = RuntimeError("model broke")
+        tasks = [asyncio.ensure_future(batcher.translate(["Doomed."], DecodeOptions()))
+                 for _ in range(3)]
+        await model.wait_started()
+        await asyncio.sleep(0.01)
+        model.gate.set()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        assert [str(r) for r in results] == ["model broke"] * 3
+        assert len(model.calls) == 1 and batcher.in_flight == 0
+        model.fail_with = None
+        translations, _ = await batcher.translate(["Doomed."], DecodeOptions())
+        assert translations[0].text == "DOOMED." and len(model.calls) == 2  # not stuck
+
+    run(test)
+
+
+def test_cancelling_the_first_request_leaves_the_others_their_translation():
+    async def test(batcher, model, metrics):
+        blocker = await _blocker(batcher, model)
+        first = asyncio.ensure_future(batcher.translate(["Shared."], DecodeOptions()))
+        await asyncio.sleep(0.01)
+        second = asyncio.ensure_future(batcher.translate(["Shared."], DecodeOptions()))
+        await asyncio.sleep(0.01)
+        first.cancel()
+        model.gate.set()
+        translations, _ = await second
+        await blocker
+        assert first.cancelled() and translations[0].text == "SHARED."
+        assert [call for call, _ in model.calls] == [["blocker"], ["Shared."]]
+        assert _value(metrics, "nmt_dropped_sentences_total", reason="cancelled") == 0
+
+    run(test)
+
+
+def test_cancelling_the_first_request_while_the_model_runs_leaves_the_others_their_translation():
+    async def test(batcher, model, metrics):
+        model.hold()
+        first = asyncio.ensure_future(batcher.translate(["Running."], DecodeOptions()))
+        await model.wait_started()
+        second = asyncio.ensure_future(batcher.translate(["Running."], DecodeOptions()))
+        await asyncio.sleep(0.01)
+        first.cancel()
+        model.gate.set()
+        translations, version = await second
+        assert first.cancelled() and translations[0].text == "RUNNING." and version == 7
+
+    run(test)
+
+
+def test_a_sentence_every_request_left_is_dropped_untranslated():
+    async def test(batcher, model, metrics):
+        blocker = await _blocker(batcher, model)
+        tasks = [asyncio.ensure_future(batcher.translate(["Gone."], DecodeOptions()))
+                 for _ in range(2)]
+        await asyncio.sleep(0.01)
+        for task in tasks:
+            task.cancel()
+        model.gate.set()
+        await blocker
+        await batcher.translate(["After."], DecodeOptions())  # the dispatcher went past it
+        assert [call for call, _ in model.calls] == [["blocker"], ["After."]]
+        assert _value(metrics, "nmt_dropped_sentences_total", reason="cancelled") == 1
+        assert batcher.in_flight == 0
+
+    run(test)
+
+
+def test_each_request_keeps_its_own_deadline_on_a_shared_sentence():
+    async def test(batcher, model, metrics):
+        blocker = await _blocker(batcher, model)
+        soon = asyncio.get_running_loop().time() + 0.05
+        early = asyncio.ensure_future(batcher.translate(["Shared."], DecodeOptions(), soon))
+        patient = asyncio.ensure_future(batcher.translate(["Shared."], DecodeOptions()))
+        await asyncio.sleep(0.15)
+        model.gate.set()
+        await blocker
+        translations, _ = await patient
+        with pytest.raises(DeadlineExpired):
+            await early
+        assert translations[0].text == "SHARED."
+        assert [call for call, _ in model.calls] == [["blocker"], ["Shared."]]
+
+    run(test)
+
+
+def test_different_options_do_not_share_a_sentence_in_flight():
+    async def test(batcher, model, metrics):
+        blocker = await _blocker(batcher, model)
+        greedy, beam = DecodeOptions(beam_size=1), DecodeOptions(beam_size=4)
+        tasks = [asyncio.ensure_future(batcher.translate(["Same."], options))
+                 for options in (greedy, beam)]
+        await asyncio.sleep(0.01)
+        model.gate.set()
+        await asyncio.gather(blocker, *tasks)
+        assert sorted((o.beam_size, call) for call, o in model.calls[1:]) == [
+            (1, ["Same."]), (4, ["Same."])]
+        assert _value(metrics, "nmt_inflight_shared_sentences_total") == 0
+
+    run(test)
+
+
+def test_a_request_after_a_reload_does_not_join_a_sentence_queued_before_it():
+    model, serving = FakeModel(), [7]
+
+    async def main():
+        batcher = Batcher(model, BatchingConfig(workers=1), ServingMetrics(),
+                          version=lambda: serving[0])
+        batcher.start()
+        try:
+            blocker = await _blocker(batcher, model)
+            before = asyncio.ensure_future(batcher.translate(["Same."], DecodeOptions()))
+            await asyncio.sleep(0.01)
+            serving[0] = 8
+            after = asyncio.ensure_future(batcher.translate(["Same."], DecodeOptions()))
+            await asyncio.sleep(0.01)
+            assert batcher.depth == 2
+            model.gate.set()
+            await asyncio.gather(blocker, before, after)
+        finally:
+            model.gate.set()
+            await batcher.close()
+
+    asyncio.run(main())
+    assert [call for call, _ in model.calls] == [["blocker"], ["Same.", "Same."]]
+
+
+def test_a_request_joining_sentences_in_flight_needs_no_room_in_the_queue():
+    async def test(batcher, model, metrics):
+        blocker = await _blocker(batcher, model)
+        queued = asyncio.ensure_future(batcher.translate(["a", "b"], DecodeOptions()))
+        await asyncio.sleep(0.01)
+        joined = asyncio.ensure_future(batcher.translate(["b", "a"], DecodeOptions()))
+        with pytest.raises(QueueFull, match=r"2 sentences are queued .* adds 1"):
+            await batcher.translate(["a", "c"], DecodeOptions())
+        model.gate.set()
+        await asyncio.gather(blocker, queued)
+        translations, _ = await joined
+        assert [t.text for t in translations] == ["B", "A"]
+
+    run(test, BatchingConfig(workers=1, max_queue=2))
+
+
+def test_without_batching_requests_do_not_share_a_sentence_in_flight():
+    async def test(batcher, model, metrics):
+        await asyncio.gather(*(batcher.translate(["Same."], DecodeOptions()) for _ in range(2)))
+        assert [call for call, _ in model.calls] == [["Same."], ["Same."]]
+
+    run(test, BatchingConfig(workers=1, enabled=False))

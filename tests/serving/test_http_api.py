@@ -206,7 +206,8 @@ def test_model_info(server, stub):
     assert (answer.json["precision"], answer.json["precisions"]) == ("float32", ["float32"])
     assert answer.json["limits"] == {"maxSentences": 8, "maxChars": 60,
                                      "maxMessageBytes": "1024", "maxBeamSize": 6,
-                                     "maxGlossaryEntries": 1000}
+                                     "maxGlossaryEntries": 1000, "maxFileBytes": "10485760",
+                                     "maxFileSentences": 10000}
 
 
 def test_probes(server):
@@ -225,7 +226,8 @@ def test_openapi_describes_every_endpoint_with_the_servers_limits(server):
     validate(document)
     assert {path: set(ops) for path, ops in document["paths"].items()} == {
         "/v1/translate": {"post"}, "/v1/align": {"post"}, "/v1/model": {"get"},
-        "/v1/glossaries": {"get"}, "/healthz": {"get"}, "/readyz": {"get"}}
+        "/v1/glossaries": {"get"}, "/healthz": {"get"}, "/readyz": {"get"},
+        "/v1/files:translate": {"post"}}
     translate = document["paths"]["/v1/translate"]["post"]
     assert {"200", "400", "413", "429", "431", "503", "504"} <= set(translate["responses"])
     assert "security" not in translate  # this server has no token

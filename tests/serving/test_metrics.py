@@ -22,6 +22,7 @@ EXPECTED = {
     "nmt_cache_evictions": "counter",
     "nmt_cache_entries": "gauge",
     "nmt_cache_bytes": "gauge",
+    "nmt_inflight_shared_sentences": "counter",
 }
 
 

@@ -8,6 +8,7 @@ in the test's temporary directory (its path is printed).
 import importlib.util
 import json
 import os
+import time
 import urllib.request
 from pathlib import Path
 
@@ -291,3 +292,68 @@ def test_phone_width_labels_and_keyboard(server, browser, tmp_path):
         page.save_full_page(browser, main.with_name(f"{main.stem}-phone.png"))
     finally:
         browser.set_window_size(1200, 900)
+
+
+# --- a whole file, on a server whose fake model shouts ------------------------------------------
+
+TEMPLATE = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n' \
+           'msgid "I like green tea."\nmsgstr ""\n'
+
+
+@pytest.fixture(scope="module")
+def file_server(tmp_path_factory):
+    from tests.serving.file_fakes import fake_server
+
+    with fake_server(tmp_path_factory.mktemp("model"), http_port=free_port()) as (running, _):
+        yield running
+
+
+def _upload_on_page(browser, url, path: Path) -> None:
+    """Chooses `path` in the file form and sends it; waits for the download or an error."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(url)
+    page.wait_for_state(browser, ("ready",))
+    browser.find_element("id", "file").send_keys(str(path))
+    browser.find_element("id", "file-submit").click()
+    WebDriverWait(browser, 60).until(lambda d: d.find_element("id", "file-download").is_displayed()
+                                     or d.find_element("id", "error").text)
+
+
+def test_a_file_is_translated_and_offered_for_download(file_server, browser, tmp_path):
+    source, downloads = tmp_path / "messages.pot", tmp_path / "downloads"
+    source.write_text(TEMPLATE, encoding="utf-8")
+    downloads.mkdir()
+    browser.execute_cdp_cmd("Browser.setDownloadBehavior",
+                            {"behavior": "allow", "downloadPath": str(downloads)})
+
+    _upload_on_page(browser, _url(file_server), source)
+
+    assert browser.find_element("id", "error").text == ""
+    assert browser.find_element("id", "file-status").text == (
+        "messages.fr.po: 1 of 1 messages translated (fuzzy), 0 translations kept, 0 obsolete "
+        "entries left as they were; 1 sentences.")
+    link = browser.find_element("id", "file-link")
+    assert (link.text, link.get_attribute("download")) == ("Download messages.fr.po",
+                                                           "messages.fr.po")
+    assert browser.switch_to.active_element == link  # the keyboard is where the result is
+    link.click()
+    saved = downloads / "messages.fr.po"
+    for _ in range(100):
+        if saved.exists():
+            break
+        time.sleep(0.1)
+    assert 'msgid "I like green tea."\nmsgstr "I LIKE GREEN TEA."\n' in saved.read_text()
+
+
+def test_a_file_the_server_refuses_is_reported_in_the_alert(file_server, browser, tmp_path):
+    source = tmp_path / "notes.po"
+    source.write_text("# Notes\n\nBuy bread.\n", encoding="utf-8")
+
+    _upload_on_page(browser, _url(file_server), source)
+
+    assert browser.find_element("id", "error").text == (
+        "INVALID_ARGUMENT: notes.po:3: not PO syntax (not a comment, keyword or quoted string): "
+        "is it a PO or POT file?")
+    assert not browser.find_element("id", "file-download").is_displayed()
+    assert browser.switch_to.active_element.get_attribute("id") == "file"

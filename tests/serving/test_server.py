@@ -4,18 +4,22 @@ import asyncio
 import json
 import logging
 import shutil
+import threading
 import time
+import types
 
 import grpc
+import numpy as np
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from nmt.constants import METADATA_PATH
+from nmt.types import Hypothesis, Translation
 from nmt_api import protos
 from nmt_api.client import TranslationClient
 from nmt_api.protos import SERVICE_NAME
 from serving.cache import CacheConfig
-from serving.server import ServerConfig
+from serving.server import MAX_CONNECTION_AGE_S, ServerConfig, grpc_server_options
 from serving.testing import ServerThread
 
 pb2, pb2_grpc = protos.load()
@@ -192,3 +196,99 @@ def test_a_port_in_use_is_an_error(tiny_model_dir):
 
 def test_SERVICE_NAME_is_the_proto_service():
     assert SERVICE_NAME == "nmt.v1.TranslationService"
+
+
+class HeldTranslator:
+    """A translator without TensorFlow: uppercases, records each call, waits while `gate` is
+    clear. `load` is the server's loader (any `<n>/saved_model.pb` loads as version n)."""
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.info = None
+
+    def load(self, path):
+        self.info = types.SimpleNamespace(name="held", version=int(path.name), attention="dot",
+                                          precision="float32", precision_reason="test")
+        return self
+
+    def translate(self, sentences, options=None):
+        self.calls.append(list(sentences))
+        assert self.gate.wait(60), "the test never opened the gate"
+        return [Translation(source=s, source_tokens=(s,), nbest=(Hypothesis(
+            text=s.upper(), target_tokens=(s.upper(),), score=-1.0,
+            alignment=np.ones((1, 1), np.float32), word_alignment=((0, 0),)),))
+            for s in sentences]
+
+
+@pytest.fixture
+def fake_model_dir(tmp_path):
+    (tmp_path / "1").mkdir()
+    (tmp_path / "1" / "saved_model.pb").write_bytes(b"")
+    return tmp_path
+
+
+def test_concurrent_identical_requests_reach_the_model_once_without_a_cache(fake_model_dir):
+    model = HeldTranslator()
+    running = ServerThread(_config(fake_model_dir), loader=model.load)
+    registry = running.server.metrics.registry
+    shared = lambda: registry.get_sample_value("nmt_inflight_shared_sentences_total")  # noqa: E731
+    try:
+        assert not running.server.config.cache.enabled
+        running.wait_until_serving()
+        warmed_up = len(model.calls)
+        model.gate.clear()
+        with grpc.insecure_channel(running.target) as channel:
+            stub = pb2_grpc.TranslationServiceStub(channel)
+            calls = [stub.Translate.future(_fast(["Same sentence."]), timeout=60)
+                     for _ in range(4)]
+            _wait_for(lambda: shared() == 3)
+            model.gate.set()
+            texts = [call.result(60).translations[0].hypotheses[0].text for call in calls]
+    finally:
+        model.gate.set()
+        running.stop()
+
+    assert texts == ["SAME SENTENCE."] * 4
+    assert model.calls[warmed_up:] == [["Same sentence."]]
+
+
+def test_connection_age_reaches_the_grpc_server_options(tmp_path):
+    off = dict(grpc_server_options(_config(tmp_path)))
+    aged = dict(grpc_server_options(_config(tmp_path, max_connection_age_s=60)))
+    graced = dict(grpc_server_options(_config(tmp_path, max_connection_age_s=90.5,
+                                              max_connection_age_grace_s=30)))
+
+    assert "grpc.max_connection_age_ms" not in off
+    assert "grpc.max_connection_age_grace_ms" not in off
+    assert aged["grpc.max_connection_age_ms"] == 60_000
+    assert "grpc.max_connection_age_grace_ms" not in aged  # calls in flight run to their end
+    assert graced["grpc.max_connection_age_ms"] == 90_500
+    assert graced["grpc.max_connection_age_grace_ms"] == 30_000
+    assert off["grpc.max_receive_message_length"] == aged["grpc.max_receive_message_length"]
+
+
+def test_a_server_with_connection_ageing_serves(fake_model_dir):
+    config = _config(fake_model_dir, max_connection_age_s=MAX_CONNECTION_AGE_S,
+                     max_connection_age_grace_s=0)
+    with ServerThread(config, loader=HeldTranslator().load) as running:
+        running.wait_until_serving()
+        with grpc.insecure_channel(running.target) as channel:
+            response = pb2_grpc.TranslationServiceStub(channel).Translate(_fast(["Hi."]),
+                                                                          timeout=30)
+    assert response.translations[0].hypotheses[0].text == "HI."
+
+
+@pytest.mark.parametrize("age, grace, match", [
+    (-1, None, r"max_connection_age_s must be 0 \(off\) or between 1 and 2147483 seconds: "
+               r"pass e.g. --max-connection-age 60.*Received: max_connection_age_s=-1"),
+    (0.5, None, r"Received: max_connection_age_s=0.5"),
+    (MAX_CONNECTION_AGE_S + 1, None, r"Received: max_connection_age_s=2147484"),
+    (60, -1, r"max_connection_age_grace_s must be between 0 and 2147483 seconds, or unset.*"
+             r"Received: max_connection_age_grace_s=-1"),
+    (0, 30, r"applies only to aged connections: add --max-connection-age SECONDS"),
+])
+def test_connection_age_is_validated(tmp_path, age, grace, match):
+    with pytest.raises(ValueError, match=match):
+        _config(tmp_path, max_connection_age_s=age, max_connection_age_grace_s=grace)

@@ -234,7 +234,8 @@ def test_model_info(client):
     assert info["source_vocab_size"] == 200 and info["target_vocab_size"] == 200
     assert info["metadata"]["model_config"]["hidden_dim"] == 32
     assert info["limits"] == {"max_sentences": 8, "max_chars": 60, "max_message_bytes": 1024,
-                              "max_beam_size": 6, "max_glossary_entries": 1000}
+                              "max_beam_size": 6, "max_glossary_entries": 1000,
+                              "max_file_bytes": 10 * 1024 * 1024, "max_file_sentences": 10_000}
     assert (info["precision"], info["precisions"]) == ("float32", ["float32"])
 
 

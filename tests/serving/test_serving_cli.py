@@ -98,3 +98,27 @@ def test_glossaries_directory_and_inline_limit(tmp_path):
         config_from_args(_parse("--model", str(tmp_path), "--glossaries", str(tmp_path / "no")))
     with pytest.raises(ValueError, match="max_glossary_entries must be at most 10000"):
         config_from_args(_parse("--model", str(tmp_path), "--max-glossary-entries", "20000"))
+
+
+def test_connection_age_is_off_by_default_and_set_by_its_flags(tmp_path):
+    default = config_from_args(_parse("--model", str(tmp_path)))
+    aged = config_from_args(_parse("--model", str(tmp_path), "--max-connection-age", "60",
+                                   "--max-connection-age-grace", "30"))
+
+    assert (default.max_connection_age_s, default.max_connection_age_grace_s) == (0, None)
+    assert (aged.max_connection_age_s, aged.max_connection_age_grace_s) == (60, 30)
+    with pytest.raises(ValueError, match=r"--max-connection-age 60.*Received: "
+                                         r"max_connection_age_s=-5"):
+        config_from_args(_parse("--model", str(tmp_path), "--max-connection-age", "-5"))
+
+
+def test_file_limits_have_defaults_and_flags(tmp_path):
+    config = config_from_args(_parse("--model", str(tmp_path), "--max-file-bytes", "1000",
+                                     "--max-file-sentences", "20"))
+
+    assert (config.limits.max_file_bytes, config.limits.max_file_sentences) == (1000, 20)
+    default = config_from_args(_parse("--model", str(tmp_path))).limits
+    assert (default.max_file_bytes, default.max_file_sentences) == (10 * 1024 * 1024, 10_000)
+    with pytest.raises(ValueError, match="max_file_sentences must be a positive integer. "
+                                         "Received: max_file_sentences=0"):
+        config_from_args(_parse("--model", str(tmp_path), "--max-file-sentences", "0"))

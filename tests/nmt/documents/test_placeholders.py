@@ -6,6 +6,7 @@ import pytest
 from nmt.documents.placeholders import (
     KINDS,
     MARKUP_KINDS,
+    REST_KINDS,
     Placeholder,
     find_placeholders,
     verbatim_pieces,
@@ -137,3 +138,75 @@ def test_placeholders_alone_when_words_are_not_widened():
 def test_a_text_without_placeholders_has_no_piece():
     assert verbatim_pieces("I like cats. 50 % off!") == []
     assert verbatim_pieces("") == []
+
+
+# --- reStructuredText (kind `rest`, only when asked for) -------------------------------------
+
+
+def rest(text: str) -> list[str]:
+    return [p.text for p in find_placeholders(text, REST_KINDS) if p.kind == "rest"]
+
+
+@pytest.mark.parametrize("markup", [
+    ":func:`len`", ":py:meth:`str.split`", ":c:func:`PyObject_New`", ":class:`~os.PathLike`",
+    ":keyword:`!if`", ":pep:`8`", ":ref:`tutorial <tut-intro>`", ":term:`f-string`",
+    ":attr:`__doc__`", "`default role`", "`len`:func:",  # roles and interpreted text
+    "``x = 1``", "``len()``", "``a `b` c``", "``%s``", "``{0}``",  # inline literals
+    "`the docs <https://docs.python.org/3/>`_", "`label`_", "`anonymous`__", "`here`__",
+    "|version|", "|today|_",  # substitutions
+    "[1]_", "[#]_", "[#note]_", "[*]_", "[CIT2002]_",  # footnotes and citations
+])
+def test_rest_inline_markup_is_found_whole(markup):
+    text = f"See {markup} here."
+    assert rest(text) == [markup]
+    [only] = find_placeholders(text, REST_KINDS)
+    assert (only.kind, text[only.start:only.end], only.ordered) == ("rest", markup, False)
+
+
+@pytest.mark.parametrize("text", [
+    "it's `quoted' in TeX", "a lone ` backtick", "a | b | c", "x|y|z", "||", "| x |",
+    "` x`", "`x `", "`` x``", "``x ``", "````", "``", "a``b``c", "x`y`", "`x`s", r"\`x`",
+    "word_ and snake_case and __init__", "std::vector", "a[::2]", "::1 is localhost",
+    "see [1] and list[int]_", "*emphasis* and **strong** words", "2 * 3 * 4",
+    "`a\nb`", "``a\nb``", ":func:`len",
+])
+def test_prose_is_no_rest_markup(text):
+    assert rest(text) == []
+
+
+def test_the_double_colon_of_a_literal_block_is_found_at_a_line_end_only():
+    assert rest("For example::") == ["::"]
+    assert rest("Strings are concatenated. ::") == ["::"]
+    assert rest("Some examples::  \nmore text::\nend") == ["::", "::"]
+    assert rest("Use :func:`len`::") == [":func:`len`", "::"]
+    assert rest("a::b and c :: d") == []
+
+
+def test_rest_is_only_found_when_asked_for():
+    text = "Call :func:`len` on ``%s`` with {0}."
+    assert found(text) == [("%s", "printf"), ("{0}", "brace")]
+    assert found(text, REST_KINDS) == [(":func:`len`", "rest"), ("``%s``", "rest"),
+                                       ("{0}", "brace")]
+    assert found(text, ("rest",)) == [(":func:`len`", "rest"), ("``%s``", "rest")]
+    assert "rest" not in KINDS and "rest" not in MARKUP_KINDS
+
+
+def test_several_rest_constructs_in_order_with_offsets_and_accents():
+    text = "Voir :ref:`le tutoriel <tut>`, ``café`` et |version| [#]_."
+    assert rest(text) == [":ref:`le tutoriel <tut>`", "``café``", "|version|", "[#]_"]
+    for placeholder in find_placeholders(text, REST_KINDS):
+        assert text[placeholder.start:placeholder.end] == placeholder.text
+
+
+def test_rest_pieces_take_their_punctuation_and_span_words():
+    assert pieces("Use (:func:`len`).", kinds=REST_KINDS) == ["(:func:`len`)."]
+    assert pieces("See :ref:`the tutorial <tut-intro>` now", kinds=REST_KINDS) == [
+        ":ref:`the tutorial <tut-intro>`"]
+    assert pieces("For example::", kinds=REST_KINDS) == ["::"]
+    # Over several words too, so that the translation cannot glue it to a word.
+    assert pieces("(here: ``a < 10``) or `the page <https://x.org>`_.", kinds=REST_KINDS) == [
+        "``a < 10``)", "`the page <https://x.org>`_."]
+    assert pieces('Say "``Got it.``", then :ref:`a b`,``c d``.', kinds=REST_KINDS) == [
+        '"``Got it.``",', ":ref:`a b`,``c d``."]
+    assert pieces("Got {n, plural, one {# file} other {# files}}.", kinds=REST_KINDS) == [
+        "{n, plural, one {# file} other {# files}}"]  # other kinds: alone, as before

@@ -1,5 +1,6 @@
 """`nmt.documents.po`: PO/POT files translated, everything not translated kept byte for byte."""
 
+import collections
 import datetime
 import shutil
 import subprocess
@@ -7,16 +8,18 @@ import subprocess
 import polib
 import pytest
 
+from nmt.documents.placeholders import find_placeholders
 from nmt.documents.po import (
     PLURAL_FORMS,
     PoFileError,
     PoOptions,
     _field_lines,
+    is_restructuredtext,
     read_po,
     translate_po,
 )
 from nmt.documents.sentences import TextLinks
-from tests.nmt.documents.helpers import Recorder, diff, shouting
+from tests.nmt.documents.helpers import Recorder, backwards, diff, shouting
 
 NOW = datetime.datetime(2025, 3, 4, 5, 6, tzinfo=datetime.UTC)
 
@@ -382,3 +385,114 @@ def test_the_result_passes_msgfmt_check(tmp_path, fuzzy):
             checked = subprocess.run(["msgfmt", "--check", *use_fuzzy, "-o", "/dev/null",
                                       str(path)], capture_output=True, text=True)
             assert checked.returncode == 0 and checked.stderr == "", (name, checked.stderr)
+
+
+# --- reStructuredText documentation (Sphinx's gettext output) --------------------------------
+
+SPHINX = r"""msgid ""
+msgstr ""
+"Project-Id-Version: Python 3.13\n"
+"Language: fr\n"
+"MIME-Version: 1.0\n"
+"Content-Type: text/plain; charset=UTF-8\n"
+"Content-Transfer-Encoding: 8bit\n"
+
+#: ../../library/functions.rst:12
+msgid "Return the length of an object with :func:`len`, as in ``len(x) == 3``."
+msgstr ""
+
+#: ../../library/functions.rst:20 ../../library/stdtypes.rst:7
+msgid ""
+"Read :ref:`the tutorial <tut-intro>` and `the guide <https://docs.python.org/"
+"3/>`_ first. It describes |version| of :py:meth:`str.split` [#]_."
+msgstr ""
+
+#: ../../library/functions.rst:31
+msgid "The :keyword:`!if` statement takes ``'%s' % name`` and ``{0}``. For example::"
+msgstr ""
+
+#: ../../library/functions.rst:40
+msgid "This is *important* and **strong**; see :class:`~os.PathLike`, `here`__ and :pep:`8`."
+msgstr ""
+
+#: ../../tutorial/introduction.rst:50
+msgid "The loop runs while (here: ``a < 10``) holds, see `the page <https://x.org>`_. Then stop."
+msgstr ""
+"""
+
+
+def rest_markup(text: str) -> collections.Counter:
+    return collections.Counter(p.text for p in find_placeholders(text, ("rest",)))
+
+
+@pytest.mark.parametrize("translate", [shouting, backwards])
+def test_a_rest_file_keeps_each_role_and_literal_exactly_once(translate):
+    read = []
+
+    def reading(sentences):
+        read.extend(sentences)
+        return translate(sentences)
+
+    out, report = translated(SPHINX, reading)
+
+    assert report.written == 5
+    for entry in polib.pofile(out):
+        if entry.msgid:
+            wanted = rest_markup(entry.msgid)
+            assert wanted and rest_markup(entry.msgstr) == wanted, entry.msgstr
+    for sentence in read:  # the model read none of it
+        assert "`" not in sentence and "|" not in sentence and "[#]_" not in sentence
+        assert not sentence.endswith("::") and "%s" not in sentence and "{0}" not in sentence
+    assert "This is *important* and **strong**; see" in read  # emphasis is text
+
+
+def test_rest_markup_over_several_words_is_never_glued_to_a_word():
+    """Alone, a link read as `via .` went before the word its `.` links to: `_plaît.`."""
+    glued_to_plait = ("Contribuez s'il vous plaît.", ((1, 0), (3, 3)))  # `.` -> "plaît."
+    recorder = Recorder({"Please contribute via .": glued_to_plait})
+    sphinx = SPHINX + ('\n#: ../../faq/general.rst:9\nmsgid "Please contribute via `the PSF '
+                       'page <https://x.org>`_."\nmsgstr ""\n')
+
+    found = entries(translated(sphinx, recorder)[0])
+
+    assert found[(None, "Please contribute via `the PSF page <https://x.org>`_.")].msgstr == (
+        "PLEASE CONTRIBUTE VIA `the PSF page <https://x.org>`_.")
+    assert "Please contribute via" in recorder.read
+
+
+def test_a_rest_markup_piece_comes_back_where_its_word_goes():
+    found = entries(translated(SPHINX)[0])
+
+    assert found[(None, "Return the length of an object with :func:`len`, as in "
+                        "``len(x) == 3``.")].msgstr == (
+        "RETURN THE LENGTH OF AN OBJECT WITH :func:`len`, AS IN ``len(x) == 3``.")
+    assert found[(None, "The :keyword:`!if` statement takes ``'%s' % name`` and ``{0}``. "
+                        "For example::")].msgstr.endswith("FOR EXAMPLE::")
+
+
+def test_rest_is_told_from_the_references_and_can_be_forced_either_way():
+    assert is_restructuredtext(read_po(SPHINX.encode(), "sphinx.po"))
+    assert not is_restructuredtext(read_po(TEMPLATE.encode(), "template.pot"))
+    obsolete_only = TEMPLATE + '\n#: ../../old.rst:3\n#~ msgid "Gone."\n#~ msgstr ""\n'
+    assert not is_restructuredtext(read_po(obsolete_only.encode(), "t.pot"))
+
+    recorder = Recorder()
+    translated(SPHINX, recorder, rest=False)  # the model reads reST as text
+    assert "Return the length of an object with :func:`len`, as in ``len(x) == 3``." in (
+        recorder.read)
+
+
+def test_a_file_without_rst_references_is_translated_as_before():
+    """Backticks and bars in a C program's messages are text; `rest=True` makes them markup."""
+    program = TEMPLATE + ('\n#: src/help.c:9\nmsgid "Press `q` to quit | ``x`` now::"\n'
+                          'msgstr ""\n')
+    auto, recorder = Recorder(), Recorder()
+    assert translated(program, auto)[0] == translated(program, recorder, rest=False)[0]
+    assert auto.calls == recorder.calls
+    assert "Press `q` to quit | ``x`` now::" in auto.read
+
+    forced = Recorder()
+    out = entries(translated(program, forced, rest=True)[0])
+    assert "Press to quit | now" in forced.read
+    assert out[(None, "Press `q` to quit | ``x`` now::")].msgstr == (
+        "PRESS `q` TO QUIT | ``x`` NOW::")
