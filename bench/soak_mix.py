@@ -195,10 +195,10 @@ def http_body(request: Request) -> tuple[str, bytes]:
         body["options"] = {_camel(name): value for name, value in request.options.items()}
     if request.kind == "document":
         body["format"] = "TEXT_FORMAT_HTML"
-    data = json.dumps(body, ensure_ascii=False).encode()
-    if request.kind == "malformed_json":
-        data = data[:len(data) // 2]
-    return "/v1/translate", data
+    text = json.dumps(body, ensure_ascii=False)
+    if request.kind == "malformed_json":  # cut between characters: UTF-8, but not JSON
+        text = text[:len(text) // 2]
+    return "/v1/translate", text.encode()
 
 
 def _camel(name: str) -> str:

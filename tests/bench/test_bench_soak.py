@@ -105,6 +105,16 @@ def test_http_bodies_are_proto_json_and_malformed_json_is_not_json():
         json.loads(http_body(build_request("malformed_json", rng, TEXTS, 1000))[1])
 
 
+def test_malformed_json_is_cut_between_characters_so_it_stays_utf8():
+    from bench.soak_mix import Request
+
+    for sentence in ("Où est la gare ?", "«é»" * 7, "ééééé"):
+        body = http_body(Request("malformed_json", (sentence,)))[1]
+        text = body.decode("utf-8")  # a cut inside a character would fail here
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(text)
+
+
 def test_texts_come_from_the_files_else_from_the_built_in_lists(tmp_path):
     texts, where = load_texts(tmp_path / "none.en", tmp_path / "none.en", 1000)
     assert (texts.sentences, texts.pairs, texts.repeats) == (SENTENCES, PAIRS, UI_STRINGS)
