@@ -372,8 +372,10 @@ async def run(backends: Sequence[Backend], sentences: Sequence[str], duration: f
             wanted = clients_at(t, duration, max_clients)
             while len(clients) < wanted:
                 stop = asyncio.Event()
-                task = loop.create_task(client(url, sentences, len(clients), stop, load,
-                                               per_request))
+                # Clients start spread over the sentences, so that they do not ask for the
+                # same sentence at once (which in-flight sharing would answer once).
+                start = len(clients) * len(sentences) // max_clients
+                task = loop.create_task(client(url, sentences, start, stop, load, per_request))
                 clients.append((task, stop))
                 tasks.append(task)
             while len(clients) > wanted:
@@ -511,8 +513,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--downscale-window", type=float, default=60.0,
                         help="seconds of lower recommendations before scaling down (the "
                              f"manifest has {manifests.downscale_window_s:g})")
-    parser.add_argument("--server-args", default="",
-                        help="more `nmt serve` options, e.g. '--workers 2'")
+    parser.add_argument("--server-args", default="--no-cache",
+                        help="`nmt serve` options, e.g. '--no-cache --workers 2' (default "
+                             "--no-cache: the clients go round the same sentences, which a "
+                             "cache would answer after the first round, leaving no load)")
     args = parser.parse_args(argv)
     for name in ("servers", "max_clients", "min_replicas"):
         if getattr(args, name) < 1:
