@@ -24,7 +24,7 @@ import threading
 from collections.abc import AsyncIterable, Iterator
 
 from nmt.documents.file_formats import MEDIA_TYPES, FileResult, read_file, translated_name
-from nmt.documents.terminology import apply_glossary
+from nmt.documents.terminology import translating_with_glossary
 from nmt_api import protos
 from serving.batching import Batcher
 from serving.errors import InvalidArgument, LimitExceeded
@@ -114,9 +114,10 @@ class FileJob:
                                        batch_size=self._limits.max_file_sentences + 1)
         run = await loop.run_in_executor(executor, read_file, parsed.format, data, parsed.name,
                                          settings)
-        bridge = _ToTheLoop(loop, self._translate, self._glossary)
+        bridge = _ToTheLoop(loop, self._translate)
+        translate = translating_with_glossary(bridge, self._glossary)
         try:
-            result = await loop.run_in_executor(executor, run, bridge)
+            result = await loop.run_in_executor(executor, run, translate)
         except asyncio.CancelledError:
             bridge.cancel()  # the worker thread stops at its next wait for the model
             raise
@@ -155,12 +156,12 @@ class FileJob:
 
 class _ToTheLoop:
     """The format's `translate`, called in the worker thread: each call runs `translate`
-    on the loop and waits for it, then applies the glossary. `cancel()` (from the loop)
+    on the loop and waits for it. `cancel()` (from the loop)
     makes the waiting call, and any later one, raise `CancelledError`.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, translate, glossary=None):
-        self._loop, self._translate, self._glossary = loop, translate, glossary
+    def __init__(self, loop: asyncio.AbstractEventLoop, translate):
+        self._loop, self._translate = loop, translate
         self._lock = threading.Lock()
         self._cancelled = False
         self._future: concurrent.futures.Future | None = None
@@ -171,10 +172,7 @@ class _ToTheLoop:
                 raise concurrent.futures.CancelledError()
             self._future = asyncio.run_coroutine_threadsafe(self._translate(list(sentences)),
                                                             self._loop)
-        translations = self._future.result()
-        if self._glossary is None:
-            return translations
-        return [apply_glossary(t, self._glossary)[0] for t in translations]
+        return self._future.result()
 
     def cancel(self) -> None:
         with self._lock:
