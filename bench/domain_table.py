@@ -24,9 +24,18 @@ are missing is left out with a note. Prints the machine and each export's
 precision path, then a Markdown table. Timings are only comparable between
 rows of one run on an otherwise idle machine.
 
+`--from-json` runs no model: it prints one table over the rows of earlier
+runs' `--json` files, so that rows measured in separate sittings (the scores
+of one model one day, the speed of both together later) are shown together.
+Rows of the same label are merged, file by file: a later file fills in the
+sets the earlier lacked, and a set measured in both is the later file's. A
+note says which file each row's sets came from, at what precision and beam.
+
     python bench/domain_table.py models/en-fr/8 ../runs/export-en-fr-broad/9
         [--data ../shared/data] [--corpus DIR] [--sets anki eurlex ...] [--limit N]
         [--precision auto|float32|bfloat16] [--beam-size N] [--json FILE]
+    python bench/domain_table.py --from-json scores.json speed.json [--sets ...]
+        [--json FILE]
 """
 
 from __future__ import annotations
@@ -148,7 +157,8 @@ def decoding(translator: Translator, beam_size: int | None) -> DecodeOptions:
 
 def mean_out_of_domain_chrf(scores: dict[str, dict]) -> float | None:
     """The mean chrF of the out-of-domain sets in `scores` (None: there are none)."""
-    values = [scores[name]["chrf"] for name in OUT_OF_DOMAIN if name in scores]
+    values = [scores[name]["chrf"] for name in OUT_OF_DOMAIN
+              if (scores.get(name) or {}).get("chrf") is not None]
     return round(statistics.fmean(values), 2) if values else None
 
 
@@ -199,24 +209,139 @@ def table(rows: list[dict], columns: list[str]) -> str:
             name, f"{HEADERS.get(name, name)} BLEU / chrF"))
     header.append("mean out-of-domain chrF")
     lines = ["| " + " | ".join(header) + " |", "|---|---|---:|" + "---:|" * (len(header) - 3)]
-    for row in rows:
-        cells = [row["label"], row["precision"], str(row["beam_size"])]
+    for row in rows:  # a set a row lacks (read with --from-json) is an empty cell
+        cells = [row["label"], str(row.get("precision", "")), str(row.get("beam_size", ""))]
         for name in columns:
             if name == "alibi":
-                cells.append(_cell(row.get("alibi", {}).get("aer"), ".3f"))
+                cells.append(_cell((row.get("alibi") or {}).get("aer"), ".3f"))
             elif name == "speed":
-                cells.append(_cell(row.get("speed", {}).get("sentences_per_s"), ",.1f"))
+                cells.append(_cell((row.get("speed") or {}).get("sentences_per_s"), ",.1f"))
             else:
-                scores = row["scores"].get(name)
-                cells.append(f"{scores['bleu']:.2f} / {scores['chrf']:.2f}" if scores else "")
-        cells.append(_cell(row["mean_out_of_domain_chrf"], ".2f"))
+                scores = (row.get("scores") or {}).get(name)
+                cells.append(f"{_cell(scores.get('bleu'), '.2f')} / "
+                             f"{_cell(scores.get('chrf'), '.2f')}" if scores else "")
+        cells.append(_cell(row.get("mean_out_of_domain_chrf"), ".2f"))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
+def read_runs(paths: list[Path]) -> list[tuple[str, dict]]:
+    """`(path, run)` of each `--json` file of an earlier run, in order.
+
+    Raises:
+        SystemExit: a file is missing, is not JSON, or has no `results` rows with a
+            `label` (the message names it).
+    """
+    runs = []
+    for path in paths:
+        try:
+            run = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise SystemExit(f"no file at {path}") from None
+        except json.JSONDecodeError as error:
+            raise SystemExit(f"{path} is not JSON: {error}") from None
+        results = run.get("results") if isinstance(run, dict) else None
+        if not isinstance(results, list) or not all(
+                isinstance(row, dict) and "label" in row for row in results):
+            raise SystemExit(f"{path} is not the --json file of a domain_table run: expected "
+                             '{"results": [{"label": ...}, ...]}')
+        runs.append((str(path), run))
+    return runs
+
+
+def _measured(row: dict) -> dict:
+    """Set name -> what `row` measured of it, for every set it has."""
+    found = dict(row.get("scores") or {})
+    found.update({name: row[name] for name in ("alibi", "speed") if row.get(name)})
+    return found
+
+
+def _joined(values) -> str:
+    return " / ".join(dict.fromkeys(str(value) for value in values))
+
+
+def _merged(label: str, sets: dict[str, tuple[str, dict]], last: tuple[str, dict]) -> dict:
+    """The row of `label` made of `sets` (set name -> the `(file, row)` it is taken from);
+    `last` is the label's last `(file, row)`, for a label that measured nothing."""
+    taken = list({id(row): (source, row) for source, row in sets.values()}.values()) or [last]
+    scores = {name: row["scores"][name] for name, (_, row) in sets.items()
+              if name in TRANSLATION_SETS}
+    return {"label": label, "model": taken[-1][1].get("model"),
+            "precision": _joined(row.get("precision", "") for _, row in taken),
+            "beam_size": _joined(row.get("beam_size", "") for _, row in taken),
+            "scores": scores,
+            **{name: row[name] for name, (_, row) in sets.items() if name in ("alibi", "speed")},
+            "mean_out_of_domain_chrf": mean_out_of_domain_chrf(scores),
+            "sources": {name: source for name, (source, _) in sets.items()}}
+
+
+def _provenance(label: str, sets: dict[str, tuple[str, dict]]) -> str:
+    """`note: <label>: <sets> from <file> (<precision>, beam <n>); ...`."""
+    parts: dict[int, tuple[list[str], str, dict]] = {}
+    for name, (source, row) in sets.items():
+        parts.setdefault(id(row), ([], source, row))[0].append(name)
+    said = [f"{', '.join(names)} from {source} ({row.get('precision')}, beam "
+            f"{row.get('beam_size')})" for names, source, row in parts.values()]
+    return f"note: {label}: {'; '.join(said) or 'no set measured'}"
+
+
+def merge_rows(runs: list[tuple[str, dict]]) -> tuple[list[dict], list[str]]:
+    """One row per label over the `results` of `runs`, labels in order of first appearance.
+
+    A later run fills in the sets an earlier one lacked; a set measured in both
+    is the later run's. The precision and beam of a merged row are those of the
+    rows its sets came from (joined with " / " when they differ); its
+    `sources` maps each set to the file it came from.
+
+    Returns:
+        `(rows, notes)`: `notes` say, per row, which sets came from which file
+        at what precision and beam, and which sets were measured twice.
+    """
+    found: dict[str, dict[str, tuple[str, dict]]] = {}  # label -> set -> (file, row)
+    last: dict[str, tuple[str, dict]] = {}
+    twice: dict[str, list[str]] = {}
+    for source, run in runs:
+        for row in run["results"]:
+            label, sets = row["label"], found.setdefault(row["label"], {})
+            last[label] = (source, row)
+            for name in _measured(row):
+                if name in sets:
+                    twice.setdefault(label, []).append(
+                        f"note: {label}: {name} is in {sets[name][0]} and in {source}; "
+                        f"{source}'s is kept")
+                sets[name] = (source, row)
+    rows, notes = [], []
+    for label, sets in found.items():
+        in_order = {name: sets[name] for name in SETS if name in sets}
+        rows.append(_merged(label, in_order, last[label]))
+        notes += [_provenance(label, in_order), *twice.get(label, [])]
+    return rows, notes
+
+
+def from_json(paths: list[Path], names: list[str], json_out: Path | None) -> int:
+    """Prints one table over the rows of earlier runs' `--json` files (see the module
+    docstring); the columns are the sets of `names` that some row has."""
+    runs = read_runs(paths)
+    for source, run in runs:
+        sizes = ", ".join(f"{name} {count}" for name, count in (run.get("sets") or {}).items())
+        limit = f" (--limit {run['limit']})" if run.get("limit") else ""
+        print(f"{source}: machine: {run.get('machine', 'not recorded')}, TensorFlow "
+              f"{run.get('tensorflow', 'not recorded')}; items per set: "
+              f"{sizes or 'not recorded'}{limit}")
+    rows, notes = merge_rows(runs)
+    print("\n".join(notes) + "\n")
+    present = {name for row in rows for name in row["sources"]}
+    print(table(rows, [name for name in names if name in present]))
+    if json_out:
+        json_out.write_text(json.dumps({"from_json": [source for source, _ in runs],
+                                        "results": rows}, indent=2) + "\n")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="+", help="export base or version directories")
+    parser.add_argument("models", nargs="*",
+                        help="export base or version directories (none with --from-json)")
     parser.add_argument("--data", type=Path, default=data_dir(),
                         help=f"the shared data directory (default: ${DATA_DIR_ENV}, else "
                              "../shared/data beside the checkout)")
@@ -232,12 +357,24 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--beam-size", type=int,
                         help="beam for every set and the speed (default: each export's)")
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
+    parser.add_argument("--from-json", nargs="+", type=Path, metavar="FILE",
+                        help="run no model: one table over the rows of these earlier runs' "
+                             "--json files, the rows of one label merged (a later file fills "
+                             "in the sets an earlier lacked; a set in several files: the "
+                             "last file's wins); --sets picks the columns, the other "
+                             "measurement options are ignored")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if bool(args.models) == bool(args.from_json):
+        parser.error("give export directories to measure, or --from-json FILE ... to show "
+                     "earlier runs, not both")
+    names = [name for name in SETS if name in args.sets]
+    if args.from_json:
+        return from_json(args.from_json, names, args.json)
     if args.limit < 0:
         parser.error(f"--limit must be 0 (all) or positive. Received: {args.limit}")
     if args.beam_size is not None and args.beam_size < 1:
@@ -246,7 +383,6 @@ def main(argv: list[str] | None = None) -> int:
         labels = [label_of(model) for model in args.models]  # a wrong path fails before the runs
     except FileNotFoundError as error:
         raise SystemExit(str(error)) from None
-    names = [name for name in SETS if name in args.sets]
     inputs, skipped = read_inputs(names, args.data, args.corpus, args.limit)
     for name, reason in skipped.items():
         print(f"note: {name} left out: {reason}")
