@@ -12,156 +12,35 @@ rendering it on another machine changes nothing. A run on a corpus of
 `nmt corpus` (a `manifest.json` beside its `data.train`) gets its sources,
 counts, licences and attributions from that manifest; the card refuses to
 guess when the training file is not where the run's config says (`--corpus`
-names the directory it is in now).
+names the directory it is in now). A run that started from another model is
+followed back through each `starting_model` (`run_chain`) to an export the
+repository shipped: the card gives a line to each run of that chain, and its
+commands (`training.model_card_commands`) build each corpus, run and intermediate
+export in order.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from nmt.constants import METADATA_PATH
 from nmt.inference.precision import BOTH, export_flag
 from nmt.types import RECOMMENDED_DECODING, DecodeOptions, recommended_options
 from training.corpus.build import MANIFEST
+from training.model_card_commands import reproduce
 from training.model_card_data import (
+    MODELS,
+    Stage,
+    Start,
+    chain_corpora_data,
     corpus_data,
-    find_manifest,
     limits_line,
     plain_data,
+    run_chain,
 )
-
-
-def _export_options(average: int, precision: str, links: str = "argmax") -> str:
-    options = f" --average {average}" if average else ""
-    options += f" --precision {precision}" if precision != BOTH else ""
-    return options + (f" --links {links}" if links != "argmax" else "")
-
-
-def reproduce(version: str, average: int = 0, precision: str = BOTH,
-              shortlist: dict | None = None, start: dict | None = None,
-              run_name: str = "en-fr", links: str = "argmax",
-              distillation: dict | None = None,
-              recommended: dict | None = None, corpus: str | None = None) -> tuple[str, ...]:
-    """The commands that produce export `version` and its scores (from the repo root,
-    with the data under $NMT_DATA_DIR, by default ../shared/data beside the checkout).
-
-    Args:
-        start: the `starting_model` record of a run that started from another model:
-            from an export (a frozen alignment head), that export is reproduced first;
-            from a run (a record without `version`), that run is trained first.
-        run_name: the run's config name (`training/configs/<run_name>.yaml`).
-        links: the export's word-link rule.
-        precision: its `nmt export --precision` (`nmt.inference.precision.export_flag`).
-        distillation: the `distillation` record of a distilled export
-            (`training.distill`): one `nmt distill` makes the data, trains and
-            exports.
-        recommended: the export's `recommended_decoding`.
-        corpus: the name of the `nmt corpus` recipe the runs trained on
-            (`training/corpora/<corpus>.yaml`): the corpus is built first, and the
-            corpus and runs live in ../runs beside the checkout, where the configs'
-            data paths point.
-    """
-    export = f"models/en-fr/{version}"
-    data = "../shared/data"
-    ood = f"{data}/out-of-domain"
-    listing = ""
-    if shortlist:
-        listing = (f"    --shortlist-corpus {data}/anki-fra-eng/{shortlist['corpus']} "
-                   f"--shortlist-size {shortlist['frequent']} {shortlist['per_source_token']} \\\n")
-    training = ["nmt train --config training/configs/en-fr.yaml --run runs/en-fr"]
-    run = "runs/en-fr"
-    if corpus or (start and "version" not in start):
-        training, run = _training_commands(run_name, start, corpus)
-    elif start:
-        base = _export_options(len(start.get("averaged_checkpoints") or ()),
-                               export_flag(start))
-        training += [
-            f"nmt export --run runs/en-fr --out models/en-fr --version {start['version']}{base} "
-            "\\\n    --metadata training/configs/en-fr.metadata.json",
-            f"nmt train --config training/configs/{run_name}.yaml --run runs/{run_name}",
-        ]
-        run = f"runs/{run_name}"
-    making = (
-        f"nmt export --run {run} --out models/en-fr --version {version}"
-        f"{_export_options(average, precision, links)}{_recommended_flag(recommended)} \\\n"
-        f"{listing}"
-        "    --metadata training/configs/en-fr.metadata.json",)
-    if distillation:
-        training, making = [], (_distill_command(distillation, version, average, precision,
-                                                 run_name, recommended),)
-        run = f"runs/{run_name}"
-    return (
-        "pip install '.[align]'   # eflomal, for the guided-alignment links (training only)",
-        *training,
-        *making,
-        f"nmt evaluate --model models/en-fr --test {data}/anki-fra-eng/test.tsv \\\n"
-        f"    --alibi {data}/alibi-enfr-alignments --json models/en-fr/evaluation.json",
-        f"nmt evaluate --model models/en-fr --source {ood}/multi30k-test2017-flickr.en \\\n"
-        f"    --reference {ood}/multi30k-test2017-flickr.fr --json models/en-fr/multi30k.json",
-        f"nmt evaluate --model models/en-fr --source {ood}/newsdiscusstest2015.en \\\n"
-        f"    --reference {ood}/newsdiscusstest2015.fr --json models/en-fr/newsdiscuss.json",
-        f"nmt export --from-export {export} --out models/en-fr --version {version} --overwrite \\\n"
-        "    --metadata models/en-fr/evaluation.json   # scores into the model's metadata",
-        f"python -m training.model_card --run {run} \\\n"
-        f"    --evaluation models/en-fr/evaluation.json --export {export} \\\n"
-        "    --other 'Multi30k test 2017 (captions)=models/en-fr/multi30k.json' \\\n"
-        "    --other 'WMT news discussion 2015=models/en-fr/newsdiscuss.json' \\\n"
-        "    --out models/en-fr/MODEL_CARD.md",
-    )
-
-
-def _training_commands(run_name: str, start: dict | None,
-                       corpus: str | None) -> tuple[list[str], str]:
-    """The `nmt corpus` and `nmt train` commands of a run that trained on a corpus or
-    started from another run, and the run's directory.
-
-    A starting run is trained first; an exported starting model (`models/en-fr/N`) is
-    one the repository ships, named in a comment.
-    """
-    runs = "../runs" if corpus else "runs"
-    training = ([f"nmt corpus --recipe training/corpora/{corpus}.yaml --out {runs}/corpus-{corpus}"]
-                if corpus else [])
-    if start and "version" not in start:
-        training.append(_train_command(start["name"], runs,
-                                       (start.get("training") or {}).get("starting_model")))
-        start = None
-    training.append(_train_command(run_name, runs, start))
-    return training, f"{runs}/{run_name}"
-
-
-def _train_command(name: str, runs: str, start: dict | None) -> str:
-    """`nmt train` of config `name`, saying which export it starts from."""
-    command = f"nmt train --config training/configs/{name}.yaml --run {runs}/{name}"
-    if start and "version" in start:
-        command += f"   # starts from models/en-fr/{start['version']}"
-    return command
-
-
-def _recommended_flag(recommended: dict | None, default: int | None = None) -> str:
-    """`nmt export --recommended-beam-size N`, unless `N` is `default`."""
-    beam = (recommended or {}).get("beam_size")
-    return "" if beam is None or beam == default else f" --recommended-beam-size {beam}"
-
-
-def _distill_command(distillation: dict, version: str, average: int, precision: str,
-                     run_name: str, recommended: dict | None) -> str:
-    """The `nmt distill` command that made a distilled export."""
-    from training.distill import STUDENT_BEAM, TEACHER_BEAM
-
-    beam = distillation["decoding"]["beam_size"]
-    options = "".join(f" --set {key}={value}"
-                      for key, value in (distillation.get("overrides") or {}).items())
-    options += f" --beam-size {beam}" if beam != TEACHER_BEAM else ""
-    options += f" --average {average}" if average else ""
-    options += f" --export-precision {precision}" if precision != BOTH else ""
-    return (f"nmt distill --teacher {distillation['teacher']['path']} \\\n"
-            f"    --config training/configs/{run_name}.yaml --run runs/{run_name} \\\n"
-            f"    --out models/en-fr --version {version}{options}"
-            f"{_recommended_flag(recommended, STUDENT_BEAM)} \\\n"
-            "    --metadata training/configs/en-fr.metadata.json")
-
 
 # How the card names the scores of `nmt evaluate --json` (`scores`), and their format.
 _SCORE_NAMES = {"test_bleu": ("test BLEU", ".2f"), "test_chrf": ("test chrF", ".2f"),
@@ -242,8 +121,14 @@ def _guidance(summary: dict) -> str:
     )
 
 
-def _head(summary: dict, model: dict, minutes: float, metadata_links: str) -> list[str]:
-    """Lines on the alignment head and, for a frozen head, on the model it sits on."""
+def _head(summary: dict, model: dict, minutes: float, metadata_links: str,
+          start: Start | None = None, upstream: Start | None = None) -> list[str]:
+    """Lines on the alignment head and, for a frozen head, on the model it sits on.
+
+    Args:
+        start: what the run started from (`Stage.start`).
+        upstream: what that model started from, when it is a run's.
+    """
     if not model.get("alignment_head"):
         return []
     head = summary.get("alignment_head") or {}
@@ -276,31 +161,33 @@ def _head(summary: dict, model: dict, minutes: float, metadata_links: str) -> li
         f"the training pairs "
         f"({symmetrization}, mapped onto the pieces), `{head.get('type', 'ce')}` loss.",
     ]
-    start = summary.get("starting_model")
-    if head.get("train") == "frozen" and start and "version" not in start:
-        lines.append(_frozen_on_run(summary, start, minutes))
+    if head.get("train") == "frozen" and start and start.version is None:
+        lines.append(_frozen_on_run(summary, start.record, minutes, upstream))
     elif head.get("train") == "frozen" and start:
-        base = start.get("training") or {}
+        base = start.record.get("training") or {}
+        label = start.label
+        itself = (f"{label[:1].upper()}{label[1:]} itself" if start.shipped else
+                  f"The `{start.run_name}` run that made it")
         lines.append(
             f"- The head alone was trained, {summary['steps']:,} steps ({minutes:.0f} minutes), "
-            f"with every other weight frozen at version {start.get('version', '?')}'s, so "
-            "the translations are version "
-            f"{start.get('version', '?')}'s, byte for byte. Version "
-            f"{start.get('version', '?')} itself: {base.get('steps', 0):,} steps "
+            f"with every other weight frozen at {label}'s{_origin(start)}, so the translations "
+            f"are {label}'s, byte for byte. {itself}: {base.get('steps', 0):,} steps "
             f"({_epochs(base.get('epochs_completed', 0))}), "
             f"{base.get('train_seconds', 0) / 60:.0f} minutes on {_machine(base)}; "
-            + _lower(_guidance(base)[2:].rstrip(".")) + "; "
-            + _lower(_weights(start)[2:].rstrip(".")) + "."
+            + _lower(_guidance(base)[2:].rstrip(".")) + "; exported weights: "
+            + _weights_text(start.record) + "."
         )
     return lines
 
 
-def _frozen_on_run(summary: dict, start: dict, minutes: float) -> str:
+def _frozen_on_run(summary: dict, start: dict, minutes: float,
+                   upstream: Start | None = None) -> str:
     """The line on a frozen head trained on a run's model, and on that run.
 
     `start` is the head's `starting_model`: the starting run's `summary.json` as the
     head read it with the weights (`training`), so it describes those weights even if
-    the run went on later, and needs no other directory.
+    the run went on later, and needs no other directory. `upstream` is what that run
+    started from.
     """
     name = start.get("name", "?")
     base = start.get("training") or {}
@@ -309,8 +196,7 @@ def _frozen_on_run(summary: dict, start: dict, minutes: float) -> str:
             f"The head's starting_model, run `{name}`, records no training summary (the run "
             "had written no summary.json when the head started from it), so the card cannot "
             "describe the model under the head: train the head again from the finished run")
-    upstream = base.get("starting_model")
-    started = (f", started from {_model_name(upstream)}'s weights and vocabulary"
+    started = (f", started from {upstream.label}'s weights and vocabulary{_origin(upstream)}"
                if upstream else ", from scratch")
     best = (f" ({base['best_dev_bleu']:.2f})" if "best_dev_bleu" in base else "")
     return (
@@ -324,20 +210,19 @@ def _frozen_on_run(summary: dict, start: dict, minutes: float) -> str:
     )
 
 
-def _model_name(start: dict) -> str:
-    """"version 8" for an exported model, "the `en-fr-broad` run" for a run."""
-    if "version" in start:
-        return f"version {start['version']}"
-    return f"the `{start.get('name', '?')}` run"
+def _origin(start: Start) -> str:
+    """` (an export of the `en-fr-broad` run)` after an intermediate export's name."""
+    if start.version is None or start.shipped:
+        return ""
+    return f" (an export of the `{start.run_name}` run)"
 
 
-def _warm_start(summary: dict) -> list[str]:
+def _warm_start(summary: dict, start: Start | None) -> list[str]:
     """The line on a whole model started from another's weights (`init_from`)."""
-    start = summary.get("starting_model")
     if not start or _frozen_head(summary):  # a frozen head's line says it
         return []
     return [f"- Warm start: every weight the two models share, and the vocabulary, started "
-            f"from {_model_name(start)}'s (`init_from`)."]
+            f"from {start.label}'s{_origin(start)} (`init_from`)."]
 
 
 def _epochs(count: int) -> str:
@@ -354,11 +239,53 @@ def _frozen_head(summary: dict) -> bool:
 
 
 def _weights(metadata: dict) -> str:
+    return f"- Exported weights: {_weights_text(metadata)}."
+
+
+def _weights_text(metadata: dict) -> str:
+    """`the mean of the last 4 checkpoints (steps …)`: the weights an export holds."""
     steps = metadata.get("averaged_checkpoints")
     if steps:
-        return (f"- Exported weights: the mean of the last {len(steps)} checkpoints "
-                f"(steps {', '.join(f'{s:,}' for s in steps)}).")
-    return "- Exported weights: the checkpoint with the best dev BLEU."
+        return (f"the mean of the last {len(steps)} checkpoints "
+                f"(steps {', '.join(f'{s:,}' for s in steps)})")
+    return "the checkpoint with the best dev BLEU"
+
+
+def _stage_lines(stages: Sequence[Stage], metadata: dict) -> list[str]:
+    """A line per run of a chain of more than one, oldest first."""
+    if len(stages) < 2:
+        return []
+    return [f"- Made by {len(stages)} runs, each from the weights of the one before (figures "
+            "from each run's summary as the next run recorded it with the weights):",
+            *(f"    - {_stage_text(stage, after.start if after else None, metadata)}"
+              for stage, after in zip(stages, (*stages[1:], None), strict=True))]
+
+
+def _stage_text(stage: Stage, made: Start | None, metadata: dict) -> str:
+    """What a run started from, trained on, for how long, and the weights it handed on
+    (`made`: what the next run started from; None for the exported run)."""
+    summary, start = stage.summary, stage.start
+    origin = ("scratch" if not start else f"{start.label} (`{MODELS}/{start.version}`, in "
+              "the git history)" if start.shipped else start.label)
+    if _frozen_head(summary):
+        origin = f"{origin}, its alignment head alone trained (every other weight frozen)"
+    pairs = (f" ({summary['train_pairs']:,} pairs used)" if "train_pairs" in summary else "")
+    data = (f"on the `{stage.corpus}` corpus{pairs}" if stage.manifest else
+            f"on a training file without a corpus manifest{pairs}" if stage.run else
+            "on data not known here (no run directory)")
+    if "steps" not in summary:
+        return f"`{stage.name}`: from {origin}, {data}; its training was not recorded."
+    stopped = f", stopped on a {summary['stopped_by']}" if summary.get("stopped_by") else ""
+    if made is None:
+        handed = f"this export: {_weights_text(metadata)}"
+    elif made.version is None:
+        handed = "the next run started from its best dev-BLEU checkpoint"
+    else:
+        handed = f"exported as {_weights_text(made.record)} to {made.label}"
+    seconds = summary.get("train_seconds", 0)
+    took = f"{seconds / 3600:.1f} hours" if seconds >= 3600 else f"{seconds / 60:.0f} minutes"
+    return (f"`{stage.name}`: from {origin}, {data}, {summary['steps']:,} steps in {took} of "
+            f"wall clock on {_machine(summary)}{stopped}; {handed}.")
 
 
 def _precision(precision: str) -> str:
@@ -400,8 +327,10 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         corpus: the directory that holds the run's training data now, when it is
             not where the run's `config.yaml` says (see `find_manifest`).
     """
-    summary = json.loads((run / "summary.json").read_text())
-    manifest = find_manifest(run, corpus)
+    stages = run_chain(run, corpus)  # the runs that made the weights, `run` last
+    summary, manifest, start = stages[-1].summary, stages[-1].manifest, stages[-1].start
+    upstream = stages[-2].start if len(stages) > 1 else None
+    others = [stage.manifest for stage in stages[:-1] if stage.manifest]
     history_path = run / "history.jsonl"  # none for a frozen head: no dev BLEU to follow
     history = ([json.loads(line) for line in history_path.read_text().splitlines()]
                if history_path.exists() else [])
@@ -434,6 +363,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "## Data",
         "",
         *(corpus_data(manifest, summary) if manifest else plain_data(summary)),
+        *chain_corpora_data(stages, manifest),
         "- Alignment evaluation: the Alibi English–French gold word alignments "
         "(522 pairs from five literary short stories), CC-BY-SA 4.0.",
         "",
@@ -469,9 +399,10 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         f"{minutes:.0f} minutes of wall clock on {_machine(summary)}, "
         f"TensorFlow {summary['tensorflow']}, Python {summary['python']}."
         + (f" {note}" if note else ""),
-        *_warm_start(summary),
+        *_stage_lines(stages, metadata),
+        *_warm_start(summary, start),
         *([] if _frozen_head(summary) else [_guidance(summary)]),  # the head's line says it
-        *_head(summary, model, minutes, metadata.get("word_links", "argmax")),
+        *_head(summary, model, minutes, metadata.get("word_links", "argmax"), start, upstream),
         *_distillation(metadata),
         _weights(metadata),
         *_default_decoding(metadata),
@@ -482,7 +413,8 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
                    export_flag(metadata), metadata.get("shortlist"),
                    summary.get("starting_model"), summary["name"],
                    metadata.get("word_links", "argmax"), metadata.get("distillation"),
-                   metadata.get(RECOMMENDED_DECODING), manifest["name"] if manifest else None),
+                   metadata.get(RECOMMENDED_DECODING), manifest["name"] if manifest else None,
+                   stages),
         "```",
         "",
         f"- Config (`training/configs/{summary['name']}.yaml`, as the run saved it; paths "
@@ -494,7 +426,7 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "",
         "## Limits",
         "",
-        limits_line(manifest),
+        limits_line(manifest, others),
         "- One direction only (English→French); no casing or formatting control.",
     ]
     return "\n".join(lines) + "\n"

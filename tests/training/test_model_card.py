@@ -8,6 +8,7 @@ import pytest
 
 from nmt.constants import METADATA_PATH
 from training.model_card import main, render
+from training.model_card_commands import reproduce
 from training.model_card_data import ATTRIBUTION
 
 
@@ -170,8 +171,6 @@ def test_card_of_a_frozen_head_describes_the_head_and_the_model_under_it(tmp_pat
 
 
 def test_reproduce_of_a_distilled_export_is_one_distill_command():
-    from training.model_card import reproduce
-
     distillation = {"teacher": {"path": "models/en-fr/4", "name": "en-fr", "version": 4},
                     "decoding": {"beam_size": 5}, "overrides": {"model.hidden_dim": 384}}
 
@@ -393,3 +392,208 @@ def test_card_of_a_head_on_a_run_without_a_summary_is_refused(tmp_path):
         "target_vocab_size": 8000, "alignment_head": "general"})
     with pytest.raises(ValueError, match="run `broad`, records no training summary"):
         render(run, {}, export)
+
+
+ANNEAL_SOURCES = [
+    {**CORPUS_SOURCES[0], "weight": 3, "train_written": 2970},
+    {**CORPUS_SOURCES[1], "weight": 0.25, "train_written": 1125},
+]
+
+
+def _write_chain(tmp_path, first_corpus="broad"):
+    """Version 9's chain in `tmp_path/runs`: `broad` from version 8 (gone from the tree) on
+    the `broad` corpus (named `first_corpus`), exported to `broad-last/1`; `anneal` from it
+    on the `anneal` corpus, exported to `avg/1`; a frozen `head` on that, on the `broad`
+    corpus. Each summary keeps the metadata of the export it started from
+    (`starting_model`), nested."""
+    runs = tmp_path / "runs"
+    broad_corpus = _write_corpus(runs / "corpus-broad", CORPUS_SOURCES, name=first_corpus)
+    anneal_corpus = _write_corpus(runs / "corpus-anneal", ANNEAL_SOURCES, name="anneal")
+    version_8 = {"name": "en-fr", "version": 8, "training": {"name": "en-fr-head", "steps": 4000},
+                 "averaged_checkpoints": [3500, 4000], "precision": "float32"}
+    broad = {"name": "broad", "steps": 1200, "epochs_completed": 0, "train_seconds": 15690.1,
+             "train_pairs": 3100, "stopped_by": "signal SIGTERM", "guided_alignment": GUIDED,
+             "machine": {"cpu": "Broad CPU", "cores": 2, "accelerators": []},
+             "starting_model": version_8}
+    anneal = {"name": "anneal", "steps": 600, "epochs_completed": 0, "train_seconds": 6840.0,
+              "train_pairs": 4000, "machine": {"cpu": "Anneal CPU", "cores": 2, "accelerators": []},
+              "starting_model": {"name": "broad", "version": 1, "training": broad,
+                                 "averaged_checkpoints": [1100, 1118, 1131, 1200],
+                                 "precision": "float32", "precisions": ["float32"]}}
+    head = {"name": "head", "steps": 4000, "epochs_completed": 1, "train_seconds": 1800.0,
+            "parameters": 8453952, "tensorflow": "2.21.0", "python": "3.11.7",
+            "train_pairs": 3100, "machine": {"cpu": "Head CPU", "cores": 2, "accelerators": []},
+            "guided_alignment": {"type": "none", "weight": 0.0, "symmetrization": "intersection"},
+            "alignment_head": {"train": "frozen", "init_from": None, "type": "ce"},
+            # Both paths: the intermediate export's command takes no --precision.
+            "starting_model": {"name": "anneal", "version": 1, "training": anneal,
+                               "averaged_checkpoints": [300, 400, 500, 600],
+                               "precision": "float32", "precisions": ["float32", "bfloat16"]}}
+    for summary, corpus, start in [
+            (broad, broad_corpus, "init_from: ../../models/en-fr/8\n"),
+            (anneal, anneal_corpus, "init_from: ../broad-last/1\n"),
+            (head, broad_corpus, "alignment_head:\n  train: frozen\n  init_from: ../avg/1\n")]:
+        run = _corpus_run(runs / summary["name"], corpus, start)
+        (run / "summary.json").write_text(json.dumps(summary))
+    export = _write_export(tmp_path / "models" / "9", averaged_checkpoints=[3500, 4000],
+                           word_links="intersect",
+                           model_config={"encoder_layers": 2, "decoder_layers": 1,
+                                         "cell": "lstm", "hidden_dim": 512,
+                                         "embedding_dim": 256, "share_embeddings": True,
+                                         "tie_embeddings": True, "target_vocab_size": 8000,
+                                         "alignment_head": "general"})
+    return runs, export
+
+
+def _commands(card):
+    """The lines of the card's Reproduce block."""
+    return card.split("```sh\n")[1].split("```")[0].splitlines()
+
+
+def test_reproduce_of_a_chain_builds_each_corpus_run_and_export_in_order(tmp_path):
+    runs, export = _write_chain(tmp_path)
+
+    card = render(runs / "head", {}, export)
+
+    assert _commands(card)[:12] == [
+        "pip install '.[align]'   # eflomal, for the guided-alignment links (training only)",
+        "# models/en-fr/8, which the first run starts from, is in the git history (the commit "
+        "that shipped it):",
+        'git checkout "$(git log -1 --diff-filter=A --format=%H -- '
+        'models/en-fr/8/saved_model.pb)" -- models/en-fr/8',
+        "nmt corpus --recipe training/corpora/broad.yaml --out ../runs/corpus-broad",
+        "nmt train --config training/configs/broad.yaml --run ../runs/broad "
+        "--set optim.max_steps=1200   # starts from models/en-fr/8; the run stopped on a "
+        "signal SIGTERM at step 1,200",
+        "nmt export --run ../runs/broad --out ../runs/broad-last --version 1 --average 4 "
+        "--precision float32",
+        "nmt corpus --recipe training/corpora/anneal.yaml --out ../runs/corpus-anneal",
+        "nmt train --config training/configs/anneal.yaml --run ../runs/anneal",
+        "nmt export --run ../runs/anneal --out ../runs/avg --version 1 --average 4",
+        # The head trains on the broad corpus again: built once, above.
+        "nmt train --config training/configs/head.yaml --run ../runs/head",
+        "nmt export --run ../runs/head --out models/en-fr --version 9 --average 2 "
+        "--precision float32 --links intersect \\",
+        "    --metadata training/configs/en-fr.metadata.json",
+    ]
+    assert "python -m training.model_card --run ../runs/head \\" in _commands(card)
+    # Training: a line per run, its figures from the records.
+    assert (
+        "- Made by 3 runs, each from the weights of the one before (figures from each run's "
+        "summary as the next run recorded it with the weights):\n"
+        "    - `broad`: from version 8 (`models/en-fr/8`, in the git history), on the `broad` "
+        "corpus (3,100 pairs used), 1,200 steps in 4.4 hours of wall clock on Broad CPU "
+        "(2 cores, no GPU or TPU), stopped on a signal SIGTERM; exported as the mean of the "
+        "last 4 checkpoints (steps 1,100, 1,118, 1,131, 1,200) to `broad-last/1`.\n"
+        "    - `anneal`: from `broad-last/1`, on the `anneal` corpus (4,000 pairs used), 600 "
+        "steps in 1.9 hours of wall clock on Anneal CPU (2 cores, no GPU or TPU); exported "
+        "as the mean of the last 4 checkpoints (steps 300, 400, 500, 600) to `avg/1`.\n"
+        "    - `head`: from `avg/1`, its alignment head alone trained (every other weight "
+        "frozen), on the `broad` corpus (3,100 pairs used), 4,000 steps in 30 minutes of wall "
+        "clock on Head CPU (2 cores, no GPU or TPU); this export: the mean of the last 2 "
+        "checkpoints (steps 3,500, 4,000).\n") in card
+    # The model under the head is an intermediate export, not a shipped version 1.
+    assert ("with every other weight frozen at `avg/1`'s (an export of the `anneal` run), so "
+            "the translations are `avg/1`'s, byte for byte. The `anneal` run that made it: 600 "
+            "steps (0 full epochs), 114 minutes on Anneal CPU") in card
+    assert "frozen at version" not in card and "Version 1 itself" not in card
+    # Data: the two corpora share their sources; the pairs each wrote per source.
+    assert (
+        "- The runs of the chain trained on 2 corpora of these 2 sources, licences and "
+        "attributions, with other weights; the training pairs each wrote per source (weight):\n"
+        "    - `broad` (`training/corpora/broad.yaml`, runs `broad`, `head`): 3,240 pairs: "
+        "`anki` 990 (1), `laws` 2,250 (0.5).\n"
+        "    - `anneal` (`training/corpora/anneal.yaml`, run `anneal`): 4,095 pairs: "
+        "`anki` 2,970 (3), `laws` 1,125 (0.25).\n") in card
+
+
+def test_the_export_of_a_chain_carries_the_attributions_of_its_first_corpus(tmp_path):
+    # training/configs/en-fr-broad.metadata.json is in the repository; broad.metadata.json
+    # is not, so the chain of the test above names the Anki release's.
+    runs, export = _write_chain(tmp_path, first_corpus="en-fr-broad")
+
+    commands = _commands(render(runs / "head", {}, export))
+
+    assert commands[3] == ("nmt corpus --recipe training/corpora/en-fr-broad.yaml "
+                           "--out ../runs/corpus-en-fr-broad")
+    assert commands[10:12] == [
+        "nmt export --run ../runs/head --out models/en-fr --version 9 --average 2 "
+        "--precision float32 --links intersect \\",
+        "    --metadata training/configs/en-fr-broad.metadata.json",
+    ]
+    assert not any("en-fr.metadata.json" in command for command in commands)
+
+
+def test_reproduce_names_a_corpus_metadata_file_only_when_the_repository_has_it():
+    distillation = {"teacher": {"path": "models/en-fr/4", "name": "en-fr", "version": 4},
+                    "decoding": {"beam_size": 5}}
+
+    def metadata(**options):
+        return [line for line in "\n".join(reproduce("9", **options)).splitlines()
+                if line.startswith("    --metadata training/")]
+
+    broad = ["    --metadata training/configs/en-fr-broad.metadata.json"]
+    anki = ["    --metadata training/configs/en-fr.metadata.json"]
+    assert metadata(run_name="en-fr-broad", corpus="en-fr-broad") == broad
+    assert metadata(run_name="s", corpus="en-fr-broad", distillation=distillation) == broad
+    # A run from another run: both on the corpus, whose file names the final export.
+    assert metadata(run_name="anneal", corpus="en-fr-broad",
+                    start={"name": "en-fr-broad", "training": {}}) == broad
+    assert metadata(run_name="other", corpus="no-such-corpus") == anki
+    assert metadata() == anki
+    # A head on a shipped export: that export's command names the file too.
+    assert metadata(run_name="head", start={"version": 8}) == anki * 2
+
+
+def test_a_chain_corpus_of_other_sources_lists_them_and_their_licences(tmp_path):
+    runs, export = _write_chain(tmp_path)
+    news = _source("news", train=7, train_written=7, licence="News licence",
+                   attribution="News attribution")
+    (runs / "corpus-anneal" / "manifest.json").write_text(json.dumps({
+        **json.loads((runs / "corpus-anneal" / "manifest.json").read_text()),
+        "train_pairs": 7, "sources": [news]}))
+
+    card = render(runs / "head", {}, export)
+
+    assert "corpora of these" not in card
+    assert ("- The `anneal` corpus (`training/corpora/anneal.yaml`, run `anneal`), 7 training "
+            "pairs from 1 sources:\n    - `news` (`news.tsv.gz`): 0 pairs read") in card
+    assert "Licence: News licence. Attribution: \"News attribution\"." in card
+    assert "domains of its 3 sources only (`anki`, `laws`, `news`; see Data)" in card
+
+
+def test_a_shipped_export_is_told_by_its_path_not_its_version(tmp_path):
+    runs, export = _write_chain(tmp_path)
+    # The anneal run now starts from a shipped version 1: the chain stops there.
+    config = (runs / "anneal" / "config.yaml").read_text()
+    (runs / "anneal" / "config.yaml").write_text(
+        config.replace("init_from: ../broad-last/1", "init_from: ../../models/en-fr/1"))
+
+    commands = _commands(render(runs / "head", {}, export))
+
+    assert commands[1:6] == [
+        "# models/en-fr/1, which the first run starts from, is in the git history (the commit "
+        "that shipped it):",
+        'git checkout "$(git log -1 --diff-filter=A --format=%H -- '
+        'models/en-fr/1/saved_model.pb)" -- models/en-fr/1',
+        "nmt corpus --recipe training/corpora/anneal.yaml --out ../runs/corpus-anneal",
+        "nmt train --config training/configs/anneal.yaml --run ../runs/anneal"
+        "   # starts from models/en-fr/1",
+        "nmt export --run ../runs/anneal --out ../runs/avg --version 1 --average 4",
+    ]
+    assert not any("../runs/broad" in command for command in commands)
+
+
+def test_a_chain_whose_earlier_run_or_corpus_is_gone_is_refused(tmp_path):
+    runs, export = _write_chain(tmp_path)
+    (runs / "corpus-anneal" / "train.tsv").unlink()
+    (runs / "corpus-anneal" / "manifest.json").unlink()
+    with pytest.raises(FileNotFoundError, match=r"runs/anneal, an earlier run of the chain"):
+        render(runs / "head", {}, export)
+
+    runs, export = _write_chain(tmp_path / "again")
+    (runs / "broad" / "summary.json").unlink()
+    with pytest.raises(FileNotFoundError, match=r"broad/summary\.json does not exist: anneal "
+                                                r"started from .*broad-last/1, an export of "
+                                                r"the `broad` run"):
+        render(runs / "anneal", {}, export)
