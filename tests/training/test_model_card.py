@@ -11,6 +11,11 @@ from training.model_card import main, render
 from training.model_card_commands import reproduce
 from training.model_card_data import ATTRIBUTION
 
+# The model_config of an export with version 8's architecture and alignment head.
+HEAD_MODEL_CONFIG = {"encoder_layers": 2, "decoder_layers": 1, "cell": "lstm",
+                     "hidden_dim": 512, "embedding_dim": 256, "share_embeddings": True,
+                     "tie_embeddings": True, "target_vocab_size": 8000,
+                     "alignment_head": "general"}
 
 def test_card_reports_measured_figures(tmp_path):
     run = tmp_path / "run"
@@ -261,11 +266,7 @@ def test_card_of_a_frozen_head_on_a_warm_started_corpus_run(tmp_path):
     }))
     export = _write_export(tmp_path / "models" / "9", averaged_checkpoints=[3500, 4000],
                            word_links="intersect",
-                           model_config={"encoder_layers": 2, "decoder_layers": 1,
-                                         "cell": "lstm", "hidden_dim": 512,
-                                         "embedding_dim": 256, "share_embeddings": True,
-                                         "tie_embeddings": True, "target_vocab_size": 8000,
-                                         "alignment_head": "general"})
+                           model_config=HEAD_MODEL_CONFIG)
 
     card = render(run, {}, export)
 
@@ -437,11 +438,7 @@ def _write_chain(tmp_path, first_corpus="broad"):
         (run / "summary.json").write_text(json.dumps(summary))
     export = _write_export(tmp_path / "models" / "9", averaged_checkpoints=[3500, 4000],
                            word_links="intersect",
-                           model_config={"encoder_layers": 2, "decoder_layers": 1,
-                                         "cell": "lstm", "hidden_dim": 512,
-                                         "embedding_dim": 256, "share_embeddings": True,
-                                         "tie_embeddings": True, "target_vocab_size": 8000,
-                                         "alignment_head": "general"})
+                           model_config=HEAD_MODEL_CONFIG)
     return runs, export
 
 
