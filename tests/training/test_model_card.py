@@ -17,6 +17,7 @@ HEAD_MODEL_CONFIG = {"encoder_layers": 2, "decoder_layers": 1, "cell": "lstm",
                      "tie_embeddings": True, "target_vocab_size": 8000,
                      "alignment_head": "general"}
 
+
 def test_card_reports_measured_figures(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
