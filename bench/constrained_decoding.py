@@ -426,9 +426,9 @@ class ShippedModel:
         import tensorflow as tf
 
         from nmt.data.tokenizer import BOS_ID, EOS_ID
+        from nmt.inference import fast_encoder
         from nmt.inference.export import module_from_export
         from nmt.inference.search import tile_beams
-        from nmt.layers import step_kernels
         from nmt.types import recommended_options
 
         module = module_from_export(version_dir, precision)
@@ -447,7 +447,7 @@ class ShippedModel:
         @tf.function(reduce_retracing=True)
         def encode(sentence, beam_size):
             source = module._encode_sources(sentence[None])  # (1, S), as the export reads it
-            values, mask = step_kernels.encode(model.encoder, source, dtype)
+            values, mask = fast_encoder.encode(model.encoder, source, dtype)
             memory = model.prepare_memory(source, values, mask)
             return memory, tile_beams(model.initial_state(memory), beam_size), tf.shape(source)[1]
 

@@ -33,13 +33,13 @@ sys.path.insert(0, str(REPO_ROOT))
 import tensorflow as tf  # noqa: E402
 
 from bench.inputs import SENTENCES_HELP, TRAFFIC_MIX, machine, read_sentences  # noqa: E402
+from nmt.inference import fast_encoder  # noqa: E402
 from nmt.inference.export import module_from_export, read_metadata  # noqa: E402
 from nmt.inference.precision import (  # noqa: E402
     LOAD_CHOICES,
     carried_paths,
     choose_precision,
 )
-from nmt.layers import step_kernels  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
 from nmt.paths import resolve_version_dir  # noqa: E402
 
@@ -62,7 +62,7 @@ def graph_functions(module, beam: int) -> dict:
         """The search's kept states and pieces, and the sentences' memory."""
         source = module._encode_sources(sentences)
         result, _ = module._search(source, options, dtype)
-        values, mask = step_kernels.encode(module.model.encoder, source, dtype)
+        values, mask = fast_encoder.encode(module.model.encoder, source, dtype)
         return result.queries, result.tokens, module.model.prepare_memory(source, values, mask)
 
     @tf.function

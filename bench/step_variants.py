@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import tensorflow as tf  # noqa: E402
 
 from bench.inputs import SENTENCES_HELP, TRAFFIC_MIX, machine, read_sentences  # noqa: E402
+from nmt.inference import fast_encoder  # noqa: E402
 from nmt.inference.export import DEFAULT_OPTIONS, TranslationModule, module_from_export  # noqa: E402
 from nmt.inference.search import tile_beams  # noqa: E402
-from nmt.layers import step_kernels  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
 from nmt.paths import resolve_version_dir  # noqa: E402
 
@@ -48,7 +48,7 @@ def decoder_step(module: TranslationModule, dtype: tf.DType, jit_compile: bool):
 def search_inputs(module: TranslationModule, sentences: list[str], beam: int = BEAM):
     """First-step inputs of a search over `sentences`: `(tokens, state, memory)`."""
     source = module._encode_sources(tf.constant(sentences))
-    values, mask = step_kernels.encode(module.model.encoder, source, module.matmul_dtype)
+    values, mask = fast_encoder.encode(module.model.encoder, source, module.matmul_dtype)
     memory = module.model.prepare_memory(source, values, mask)
     state = tile_beams(module.model.initial_state(memory), beam)
     return tf.fill([len(sentences) * beam], 5), state, memory
@@ -139,7 +139,7 @@ def report_products(module: TranslationModule, rows: int = 320) -> None:
 def report_fixed_cost(module: TranslationModule, groups: dict[str, list[str]]) -> None:
     tokenize = tf.function(module._encode_sources)
     encode = tf.function(
-        lambda source: step_kernels.encode(module.model.encoder, source, module.matmul_dtype)[0])
+        lambda source: fast_encoder.encode(module.model.encoder, source, module.matmul_dtype)[0])
     one_step = {**DEFAULT_OPTIONS, "max_length_ratio": 0.0, "max_length_offset": 1}
     print("\nFixed cost of a call (ms): tokenize, encoder, whole translation cut to one step")
     for name, sentences in groups.items():

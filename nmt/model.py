@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from nmt.layers.attention import make_attention
 from nmt.layers.decoder import (
@@ -348,8 +348,8 @@ class Seq2Seq(keras.Model):
 
     def build_for(self, batch: int = 2, source_length: int = 3, target_length: int = 3) -> None:
         """Creates every weight by running the model once on dummy ids."""
-        source = tf.ones([batch, source_length], tf.int32)
-        target = tf.ones([batch, target_length], tf.int32)
+        source = ops.ones((batch, source_length), "int32")
+        target = ops.ones((batch, target_length), "int32")
         self((source, target))
         memory = self.encode(source)
         self.decode_step(target[:, 0], self.initial_state(memory), memory)
@@ -386,11 +386,12 @@ def sequence_loss(labels, logits, label_smoothing: float = 0.0):
     Returns:
         Scalar float32 loss.
     """
-    logits = tf.cast(logits, tf.float32)
-    log_probs = tf.nn.log_softmax(logits, axis=-1)  # (batch, T, V)
-    nll = -tf.gather(log_probs, labels, batch_dims=2)  # (batch, T)
+    logits = ops.cast(logits, "float32")
+    log_probs = ops.log_softmax(logits, axis=-1)  # (batch, T, V)
+    labels = ops.cast(labels, "int32")
+    nll = -ops.take_along_axis(log_probs, labels[..., None], axis=-1)[..., 0]  # (batch, T)
     if label_smoothing:
-        uniform = -tf.reduce_mean(log_probs, axis=-1)  # (batch, T)
+        uniform = -ops.mean(log_probs, axis=-1)  # (batch, T)
         nll = (1.0 - label_smoothing) * nll + label_smoothing * uniform
-    mask = tf.cast(tf.not_equal(labels, 0), tf.float32)
-    return tf.reduce_sum(nll * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
+    mask = ops.cast(ops.not_equal(labels, 0), "float32")
+    return ops.sum(nll * mask) / ops.maximum(ops.sum(mask), 1.0)

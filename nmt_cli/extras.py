@@ -27,6 +27,7 @@ COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
     "batch": ("batch",),
     "train": ("train",),
     "corpus": ("train",),  # recipes are YAML
+    "shards": ("train",),  # sentencepiece, and tensorflow-text by default
     "align-corpus": ("train", "align"),
     "distill": ("batch", "train", "align"),
     "export": ("train",),

@@ -1,4 +1,4 @@
-"""The `nmt` command: serve, translate, translate-file, align, batch, corpus, train,
+"""The `nmt` command: serve, translate, translate-file, align, batch, corpus, shards, train,
 align-corpus, distill, evaluate, export."""
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from nmt_cli.extras import missing_extra_message
 from nmt_cli.files import add_translate_file_parser
 from nmt_cli.glossary_options import add_glossary_arguments, read_glossary_option, server_glossary
 from nmt_cli.keys import add_keys_parser
+from nmt_cli.shards import add_shards_parser
 from serving.cli import add_serve_parser
 from training.corpus.cli import add_corpus_parser
 from training.distill import add_distill_parser
@@ -589,6 +590,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_align(sub)
     _add_train(sub)
     add_corpus_parser(sub)
+    add_shards_parser(sub)
     _add_align_corpus(sub)
     _add_export(sub)
     _add_role_command(sub, "serve", add_serve_parser)

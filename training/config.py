@@ -12,10 +12,12 @@ import yaml
 from nmt.alignment.guided_alignment import GUIDED_ALIGNMENT_TYPES
 from nmt.data.corpus import CleaningConfig
 from nmt.types import dataclass_from_dict
-from training.corpus_alignment import SYMMETRIZATIONS
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
+
+# How two directions' word links combine (`training.corpus_alignment.symmetrize`).
+SYMMETRIZATIONS = ("forward", "reverse", "intersection", "union", "grow-diag-final-and")
 
 @dataclasses.dataclass(frozen=True)
 class DataConfig:

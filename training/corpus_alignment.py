@@ -35,11 +35,11 @@ from nmt.alignment.from_attention import piece_words as word_index_of_pieces
 from nmt.alignment.word_links import grow_diag
 from nmt.data.encoding import RaggedIds
 from nmt.evaluation.metrics import read_pharaoh
+from training.config import SYMMETRIZATIONS
 
 log = logging.getLogger(__name__)
 
 Link = tuple[int, int]
-SYMMETRIZATIONS = ("forward", "reverse", "intersection", "union", "grow-diag-final-and")
 
 
 # --------------------------------------------------------------------------- symmetrisation

@@ -17,35 +17,10 @@ its row free, as padding does.
 
 from __future__ import annotations
 
-import tensorflow as tf
+from keras import ops
 
 GUIDED_ALIGNMENT_TYPES = ("ce", "mse")
 _EPSILON = 1e-6
-
-
-def gold_alignment_matrix(links, target_length, source_length):
-    """Dense 0/1 gold matrices from per-example link lists.
-
-    Args:
-        links: int `tf.RaggedTensor` `(batch, None)`: each row is the flat
-            list `[i0, j0, i1, j1, ...]` of (source piece, target piece)
-            links of one example.
-        target_length: T of the batch (decoder steps, EOS included).
-        source_length: S of the batch (source pieces, EOS included).
-
-    Returns:
-        float32 `(batch, T, S)`: 1 where a link is, 0 elsewhere. Links
-        beyond `(T, S)` are ignored.
-    """
-    links = tf.cast(links, tf.int32)
-    pairs = tf.reshape(links.flat_values, [-1, 2])  # (links, 2) as (i, j)
-    rows = tf.cast(links.value_rowids()[::2], tf.int32)  # (links,) example of each link
-    inside = (pairs[:, 0] < source_length) & (pairs[:, 1] < target_length)
-    indices = tf.stack([rows, pairs[:, 1], pairs[:, 0]], axis=1)  # (links, 3) as (b, t, s)
-    indices = tf.boolean_mask(indices, inside)
-    shape = tf.stack([links.nrows(out_type=tf.int32), target_length, source_length])
-    counts = tf.scatter_nd(indices, tf.ones([tf.shape(indices)[0]], tf.float32), shape)
-    return tf.minimum(counts, 1.0)  # a repeated link counts once
 
 
 def guided_alignment_loss(attention, gold, loss_type: str = "ce"):
@@ -60,7 +35,7 @@ def guided_alignment_loss(attention, gold, loss_type: str = "ce"):
 
     Args:
         attention: float `(batch, T, S)`, rows summing to 1 over S.
-        gold: float `(batch, T, S)`, 1 at links (see `gold_alignment_matrix`).
+        gold: float `(batch, T, S)`, 1 at links (`nmt.data.datasets.gold_alignment_matrix`).
         loss_type: `"ce"` or `"mse"`.
 
     Returns:
@@ -70,16 +45,16 @@ def guided_alignment_loss(attention, gold, loss_type: str = "ce"):
         raise ValueError(
             f"loss_type must be one of {GUIDED_ALIGNMENT_TYPES}. Received: loss_type={loss_type!r}"
         )
-    attention = tf.cast(attention, tf.float32)
-    gold = tf.cast(gold, tf.float32)
-    mass = tf.reduce_sum(gold, axis=-1, keepdims=True)  # (batch, T, 1)
-    target = gold / tf.maximum(mass, 1.0)  # (batch, T, S) rows sum to 1 or 0
-    linked = tf.cast(mass[..., 0] > 0, tf.float32)  # (batch, T)
+    attention = ops.cast(attention, "float32")
+    gold = ops.cast(gold, "float32")
+    mass = ops.sum(gold, axis=-1, keepdims=True)  # (batch, T, 1)
+    target = gold / ops.maximum(mass, 1.0)  # (batch, T, S) rows sum to 1 or 0
+    linked = ops.cast(ops.greater(mass[..., 0], 0), "float32")  # (batch, T)
     if loss_type == "ce":
-        per_row = -tf.reduce_sum(target * tf.math.log(attention + _EPSILON), axis=-1)
+        per_row = -ops.sum(target * ops.log(attention + _EPSILON), axis=-1)
     else:
-        per_row = tf.reduce_sum(tf.square(attention - target), axis=-1)  # (batch, T)
-    return tf.reduce_sum(per_row * linked) / tf.maximum(tf.reduce_sum(linked), 1.0)
+        per_row = ops.sum(ops.square(attention - target), axis=-1)  # (batch, T)
+    return ops.sum(per_row * linked) / ops.maximum(ops.sum(linked), 1.0)
 
 
 def two_way_alignment_loss(rows, columns, gold, loss_type: str = "ce"):
@@ -99,6 +74,6 @@ def two_way_alignment_loss(rows, columns, gold, loss_type: str = "ce"):
     Returns:
         Scalar float32 loss.
     """
-    transpose = lambda matrix: tf.linalg.matrix_transpose(tf.cast(matrix, tf.float32))  # noqa: E731
+    transpose = lambda matrix: ops.swapaxes(ops.cast(matrix, "float32"), -1, -2)  # noqa: E731
     return (guided_alignment_loss(rows, gold, loss_type)
             + guided_alignment_loss(transpose(columns), transpose(gold), loss_type))

@@ -13,9 +13,33 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from nmt.alignment.guided_alignment import gold_alignment_matrix
 from nmt.data.encoding import EncodedCorpus
 from nmt.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+
+
+def gold_alignment_matrix(links, target_length, source_length):
+    """Dense 0/1 gold matrices from per-example link lists.
+
+    Args:
+        links: int `tf.RaggedTensor` `(batch, None)`: each row is the flat
+            list `[i0, j0, i1, j1, ...]` of (source piece, target piece)
+            links of one example.
+        target_length: T of the batch (decoder steps, EOS included).
+        source_length: S of the batch (source pieces, EOS included).
+
+    Returns:
+        float32 `(batch, T, S)`: 1 where a link is, 0 elsewhere. Links
+        beyond `(T, S)` are ignored.
+    """
+    links = tf.cast(links, tf.int32)
+    pairs = tf.reshape(links.flat_values, [-1, 2])  # (links, 2) as (i, j)
+    rows = tf.cast(links.value_rowids()[::2], tf.int32)  # (links,) example of each link
+    inside = (pairs[:, 0] < source_length) & (pairs[:, 1] < target_length)
+    indices = tf.stack([rows, pairs[:, 1], pairs[:, 0]], axis=1)  # (links, 3) as (b, t, s)
+    indices = tf.boolean_mask(indices, inside)
+    shape = tf.stack([links.nrows(out_type=tf.int32), target_length, source_length])
+    counts = tf.scatter_nd(indices, tf.ones([tf.shape(indices)[0]], tf.float32), shape)
+    return tf.minimum(counts, 1.0)  # a repeated link counts once
 
 
 def plan_epoch(

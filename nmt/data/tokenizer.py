@@ -27,12 +27,9 @@ import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-PAD_ID = 0
-UNK_ID = 1
-BOS_ID = 2
-EOS_ID = 3
+# Defined without TensorFlow (the training shards and a JAX trainer use them too).
+from nmt.data.subwords import BOS_ID, EOS_ID, LANGUAGES, PAD_ID, UNK_ID
 
-LANGUAGES = ("en", "fr")
 WORD_START = "\u2581"  # SentencePiece's marker for "this piece follows a space".
 
 _CONTROL_CHARS = r"[\p{Cc}\p{Cf}]"

@@ -21,10 +21,10 @@ import tensorflow as tf
 from nmt.alignment import from_attention
 from nmt.constants import MAX_SENTENCE_TOKENS, METADATA_PATH
 from nmt.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, TokenizerPair
+from nmt.inference import fast_encoder
 from nmt.inference.precision import BFLOAT16, FLOAT32, export_flag, export_paths, signature_name
 from nmt.inference.search import VOCAB_BLOCK, beam_search, tile_beams
 from nmt.inference.shortlist import Shortlist, batch_vocabulary, sentence_vocabularies
-from nmt.layers import step_kernels
 from nmt.model import ModelConfig, Seq2Seq
 from nmt.types import DecodeOptions, recommended_options
 
@@ -169,7 +169,7 @@ class TranslationModule(tf.Module):
         """Beam search -> `(SearchResult, head rows (batch, N, T, S) or None)`, matrix
         products in `matmul_dtype` (None: the module's)."""
         matmul_dtype = self.matmul_dtype if matmul_dtype is None else matmul_dtype
-        values, mask = step_kernels.encode(self.model.encoder, source, matmul_dtype)
+        values, mask = fast_encoder.encode(self.model.encoder, source, matmul_dtype)
         memory = self.model.prepare_memory(source, values, mask)
         batch = tf.shape(source)[0]
         beam = options["beam_size"]

@@ -14,7 +14,7 @@ positions.
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 _MASKED_LOGIT = -1e9
 
@@ -76,11 +76,11 @@ class Attention(keras.layers.Layer):
     def build_score(self, query_dim: int, key_dim: int) -> None:
         """Creates the weights of the score function."""
 
-    def project_keys(self, keys: tf.Tensor) -> tf.Tensor:
+    def project_keys(self, keys):
         """Projects keys once per sentence; identity unless overridden."""
         return keys
 
-    def _score(self, query: tf.Tensor, projected_keys: tf.Tensor) -> tf.Tensor:
+    def _score(self, query, projected_keys):
         """Returns unnormalised scores `(batch, Tq, Tk)`."""
         raise NotImplementedError
 
@@ -108,7 +108,7 @@ class Attention(keras.layers.Layer):
             query = query[:, None, :]  # (batch, 1, dq)
         values = keys if values is None else values
         weights = self.attention_weights(query, keys, mask, projected_keys)  # (batch, Tq, Tk)
-        context = tf.matmul(tf.cast(weights, values.dtype), values)  # (batch, Tq, dv)
+        context = ops.matmul(ops.cast(weights, values.dtype), values)  # (batch, Tq, dv)
         if single_step:
             return context[:, 0], weights[:, 0]
         return context, weights
@@ -124,11 +124,11 @@ class Attention(keras.layers.Layer):
         window). An aligner that normalises them another way starts here."""
         if projected_keys is None:
             projected_keys = self.project_keys(keys)  # (batch, Tk, d)
-        logits = tf.cast(self._score(query, projected_keys), tf.float32)  # (batch, Tq, Tk)
+        logits = ops.cast(self._score(query, projected_keys), "float32")  # (batch, Tq, Tk)
         if mask is None:
-            mask = tf.ones(tf.shape(keys)[:2], dtype=tf.bool)  # (batch, Tk)
-        mask = tf.cast(mask, tf.bool)  # a 0/1 mask works too; tf.where needs bool
-        valid = tf.broadcast_to(mask[:, None, :], tf.shape(logits))  # (batch, Tq, Tk)
+            mask = ops.ones(ops.shape(keys)[:2], dtype="bool")  # (batch, Tk)
+        mask = ops.cast(mask, "bool")  # a 0/1 mask works too; where() needs bool
+        valid = ops.broadcast_to(mask[:, None, :], ops.shape(logits))  # (batch, Tq, Tk)
         if self.local_window is not None:
             logits, valid = self._apply_local_window(query, logits, valid, mask)
         return logits, valid
@@ -137,27 +137,28 @@ class Attention(keras.layers.Layer):
         return None
 
     @staticmethod
-    def _masked_softmax(logits: tf.Tensor, valid: tf.Tensor) -> tf.Tensor:
-        logits = tf.where(valid, logits, _MASKED_LOGIT)
-        weights = tf.nn.softmax(logits, axis=-1)
+    def _masked_softmax(logits, valid):
+        logits = ops.where(valid, logits, _MASKED_LOGIT)
+        weights = ops.softmax(logits, axis=-1)
         # exp(-1e9) underflows to 0 already; the multiply also covers rows
         # with no valid position at all (they come out all zero, not uniform).
-        return weights * tf.cast(valid, weights.dtype)
+        return weights * ops.cast(valid, weights.dtype)
 
-    def predicted_positions(self, query: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
+    def predicted_positions(self, query, mask):
         """p_t = (S - 1) * sigmoid(v_p^T tanh(W_p q_t)), shape `(batch, Tq)`."""
-        source_length = tf.reduce_sum(tf.cast(mask, tf.float32), axis=-1)  # (batch,)
-        gate = tf.cast(self.position_output(self.position_hidden(query)), tf.float32)
-        gate = tf.sigmoid(gate[..., 0])  # (batch, Tq)
+        source_length = ops.sum(ops.cast(mask, "float32"), axis=-1)  # (batch,)
+        gate = ops.cast(self.position_output(self.position_hidden(query)), "float32")
+        gate = ops.sigmoid(gate[..., 0])  # (batch, Tq)
         return (source_length[:, None] - 1.0) * gate  # (batch, Tq)
 
     def _apply_local_window(self, query, logits, valid, mask):
         positions = self.predicted_positions(query, mask)[..., None]  # (batch, Tq, 1)
-        source_index = tf.cast(tf.range(tf.shape(logits)[-1]), tf.float32)  # (Tk,)
-        distance = source_index[None, None, :] - positions  # (batch, Tq, Tk)
+        # Positions 0..Tk-1 from a cumulative sum: Tk may be a symbolic size under TensorFlow.
+        source_index = ops.cumsum(ops.ones_like(logits[:1, :1, :]), axis=-1) - 1.0  # (1, 1, Tk)
+        distance = source_index - positions  # (batch, Tq, Tk)
         sigma = self.local_window / 2.0
-        logits = logits - tf.square(distance) / (2.0 * sigma * sigma)
-        valid = tf.logical_and(valid, tf.abs(distance) <= float(self.local_window))
+        logits = logits - ops.square(distance) / (2.0 * sigma * sigma)
+        valid = ops.logical_and(valid, ops.abs(distance) <= float(self.local_window))
         return logits, valid
 
     def compute_output_spec(self, query, keys, values=None, mask=None, projected_keys=None):
@@ -182,7 +183,7 @@ def _additive_score(query_proj, key_proj, v, bias=None):
     hidden = query_proj[:, :, None, :] + key_proj[:, None, :, :]  # (batch, Tq, Tk, units)
     if bias is not None:
         hidden = hidden + bias
-    return tf.tensordot(tf.tanh(hidden), v, axes=[[3], [0]])  # (batch, Tq, Tk)
+    return ops.tensordot(ops.tanh(hidden), v, axes=[[3], [0]])  # (batch, Tq, Tk)
 
 
 def _build_additive_weights(layer, query_dim: int, key_dim: int) -> None:
@@ -236,11 +237,11 @@ class BahdanauAttention(Attention):
         return self.key_dense(keys)  # (batch, Tk, units)
 
     def _score(self, query, projected_keys):
-        v = tf.cast(self.v, self.compute_dtype)
+        v = ops.cast(self.v, self.compute_dtype)
         bias = None
         if self.normalize:
-            v = tf.cast(self.g, self.compute_dtype) * v / tf.norm(v)
-            bias = tf.cast(self.b, self.compute_dtype)
+            v = ops.cast(self.g, self.compute_dtype) * v / ops.sqrt(ops.sum(ops.square(v)))
+            bias = ops.cast(self.b, self.compute_dtype)
         return _additive_score(self.query_dense(query), projected_keys, v, bias)
 
     def get_config(self):
@@ -301,12 +302,12 @@ class LuongAttention(Attention):
 
     def _score(self, query, projected_keys):
         if self.score_mode == "concat":
-            v = tf.cast(self.v, self.compute_dtype)
+            v = ops.cast(self.v, self.compute_dtype)
             scores = _additive_score(self.query_dense(query), projected_keys, v)
         else:
-            scores = tf.matmul(query, projected_keys, transpose_b=True)  # (batch, Tq, Tk)
+            scores = ops.matmul(query, ops.swapaxes(projected_keys, -1, -2))  # (batch, Tq, Tk)
         if self.scale:
-            scores = scores * tf.cast(self.g, scores.dtype)
+            scores = scores * ops.cast(self.g, scores.dtype)
         return scores
 
     def get_config(self):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from nmt.layers import step_kernels
 from nmt.layers.attention import Attention
@@ -34,17 +34,17 @@ HEAD_AGREEMENTS = ("none", "shared", "separate")
 def _masked_log_softmax(logits, valid, axis: int):
     """log-softmax of `logits` along `axis` over the `valid` cells alone (the
     others' values are meaningless: callers mask them)."""
-    return tf.nn.log_softmax(tf.where(valid, logits, -1e9), axis=axis)
+    return ops.log_softmax(ops.where(valid, logits, -1e9), axis=axis)
 
 
 class Memory(NamedTuple):
     """Encoder outputs prepared once per sentence for every decoder step."""
 
-    values: tf.Tensor  # (batch, S, d_enc)
-    projected_keys: tf.Tensor  # (batch, S, d_att)
-    mask: tf.Tensor  # (batch, S) bool
+    values: object  # (batch, S, d_enc)
+    projected_keys: object  # (batch, S, d_att)
+    mask: object  # (batch, S) bool
     # Keys of the alignment head, projected once too; zero-width without a head.
-    head_keys: tf.Tensor  # (batch, S, d_head) or (batch, S, 0)
+    head_keys: object  # (batch, S, d_head) or (batch, S, 0)
 
 
 @keras.saving.register_keras_serializable(package="nmt")
@@ -95,10 +95,10 @@ class TargetConvolution(keras.layers.Layer):
 
     def call(self, inputs, mask=None):
         x = inputs
-        keep = None if mask is None else tf.cast(mask, x.dtype)[..., None]  # (batch, T, 1)
+        keep = None if mask is None else ops.cast(mask, x.dtype)[..., None]  # (batch, T, 1)
         for conv in self.convolutions:
             if keep is not None:
-                x = x * tf.cast(keep, x.dtype)
+                x = x * ops.cast(keep, x.dtype)
             x = conv(x)
         return x
 
@@ -205,11 +205,11 @@ class OutputProjection(keras.layers.Layer):
 
     def call(self, outputs):
         if self.tied_embedding is not None:
-            kernel = tf.cast(self.tied_embedding.embeddings, self.compute_dtype)
-            logits = tf.matmul(outputs, kernel, transpose_b=True)  # (..., V)
+            kernel = ops.cast(self.tied_embedding.embeddings, self.compute_dtype)
+            logits = ops.matmul(outputs, ops.transpose(kernel))  # (..., V)
         else:
-            logits = tf.matmul(outputs, tf.cast(self.kernel, self.compute_dtype))
-        return tf.cast(logits + tf.cast(self.bias, logits.dtype), tf.float32)
+            logits = ops.matmul(outputs, ops.cast(self.kernel, self.compute_dtype))
+        return ops.cast(logits + ops.cast(self.bias, logits.dtype), "float32")
 
 
 class AttentionDecoder(keras.layers.Layer):
@@ -373,16 +373,16 @@ class AttentionDecoder(keras.layers.Layer):
                     self.reverse_head.build((None, None, self.head_query_dim), keys.shape)
                 # Both directions' keys travel as one tensor (search gathers it as
                 # sentences finish); `head_distributions` splits it.
-                head_keys = tf.concat([head_keys, self.reverse_head.project_keys(keys)], -1)
+                head_keys = ops.concatenate([head_keys, self.reverse_head.project_keys(keys)], -1)
         return Memory(memory, self.attention.project_keys(memory), mask, head_keys)
 
     def initial_state(self, memory: Memory) -> dict:
         """RNN states from the mean encoder state: `{"rnn": ((batch, d), ...)}`."""
-        weights = tf.cast(memory.mask, memory.values.dtype)[:, :, None]  # (batch, S, 1)
-        mean = tf.reduce_sum(memory.values * weights, axis=1) / tf.maximum(
-            tf.reduce_sum(weights, axis=1), 1.0
+        weights = ops.cast(memory.mask, memory.values.dtype)[:, :, None]  # (batch, S, 1)
+        mean = ops.sum(memory.values * weights, axis=1) / ops.maximum(
+            ops.sum(weights, axis=1), 1.0
         )  # (batch, d_enc)
-        states = tf.split(self.bridge(mean), self.num_layers * self.states_per_layer, axis=-1)
+        states = ops.split(self.bridge(mean), self.num_layers * self.states_per_layer, axis=-1)
         return {"rnn": tuple(states)}
 
     def _layer_states(self, flat_states, i):
@@ -426,13 +426,13 @@ class AttentionDecoder(keras.layers.Layer):
         sentence (rows b*K .. b*K+K-1 belong to sentence b) and one memory per
         sentence, so the keys are read once per sentence instead of K copies.
         """
-        rows = tf.shape(query)[0]
-        per_sentence = tf.reshape(query, [tf.shape(memory.mask)[0], -1, query.shape[-1]])
+        rows = ops.shape(query)[0]
+        per_sentence = ops.reshape(query, (ops.shape(memory.mask)[0], -1, query.shape[-1]))
         context, weights = self.attention(
             per_sentence, memory.values, mask=memory.mask, projected_keys=memory.projected_keys
         )  # (batch, K, dv), (batch, K, S)
-        return (tf.reshape(context, [rows, context.shape[-1]]),
-                tf.reshape(weights, [rows, tf.shape(weights)[-1]]))
+        return (ops.reshape(context, (rows, context.shape[-1])),
+                ops.reshape(weights, (rows, ops.shape(weights)[-1])))
 
     def _top_hidden(self, flat_states):
         return flat_states[(self.num_layers - 1) * self.states_per_layer]
@@ -472,10 +472,10 @@ class AttentionDecoder(keras.layers.Layer):
         if source_embedded is None:
             raise ValueError(f"an alignment head with head_keys={self.head_keys!r} needs the "
                              "source embeddings: pass source_embedded to prepare_memory")
-        source_embedded = tf.cast(source_embedded, memory.dtype)
+        source_embedded = ops.cast(source_embedded, memory.dtype)
         if self.head_keys == "embedding":
             return source_embedded
-        return tf.concat([memory, source_embedded], axis=-1)
+        return ops.concatenate([memory, source_embedded], axis=-1)
 
     @property
     def head_layers(self) -> list:
@@ -517,49 +517,49 @@ class AttentionDecoder(keras.layers.Layer):
         supervises one each."""
         # Search keeps its states in float32; under a mixed policy the layers compute in
         # bfloat16 (a training run's dev evaluation). No-op under float32.
-        queries = tf.cast(queries, self.compute_dtype)
-        embedded = tf.cast(self.embedding(target_out), queries.dtype)  # (..., T, emb)
-        query = tf.concat([queries, embedded], -1)  # (..., T, hidden + emb)
+        queries = ops.cast(queries, self.compute_dtype)
+        embedded = ops.cast(self.embedding(target_out), queries.dtype)  # (..., T, emb)
+        query = ops.concatenate([queries, embedded], -1)  # (..., T, hidden + emb)
         # Search's stored states come back without a static width; the layers need it.
-        query = tf.ensure_shape(query, [None] * (query.shape.rank - 1)
-                                + [self.hidden_dim + self.embedding.output_dim])
+        query = ops.reshape(query, (*ops.shape(query)[:-1],
+                                    self.hidden_dim + self.embedding.output_dim))
         if self.head_context is not None:
             query = self._with_target_context(query, target_out)
-        batch = tf.shape(target_out)[0]
-        flat = tf.reshape(query, [batch, -1, query.shape[-1]])  # (batch, N*T, d)
-        shape = tf.concat([tf.shape(target_out), tf.shape(memory.mask)[1:]], 0)
+        batch = ops.shape(target_out)[0]
+        flat = ops.reshape(query, (batch, -1, query.shape[-1]))  # (batch, N*T, d)
+        shape = (*ops.shape(target_out), ops.shape(memory.mask)[1])
         head_keys = memory.head_keys
         if self.reverse_head is not None:
-            head_keys, reverse_keys = tf.split(head_keys, 2, axis=-1)
+            head_keys, reverse_keys = ops.split(head_keys, 2, axis=-1)
         logits, valid = self.alignment_head.attention_logits(
             flat, memory.values, mask=memory.mask, projected_keys=head_keys,
         )  # (batch, N*T, S)
-        rows = tf.reshape(Attention._masked_softmax(logits, valid), shape)  # p(s|t)
+        rows = ops.reshape(Attention._masked_softmax(logits, valid), shape)  # p(s|t)
         if self.head_agreement == "none":
             return {"alignment": rows}
         if self.reverse_head is not None:
             logits, valid = self.reverse_head.attention_logits(
                 flat, memory.values, mask=memory.mask, projected_keys=reverse_keys)
         # Each hypothesis' own target pieces (end of sentence in, padding out).
-        logits, valid = tf.reshape(logits, shape), tf.reshape(valid, shape)
-        valid = valid & (target_out > 0)[..., None]
+        logits, valid = ops.reshape(logits, shape), ops.reshape(valid, shape)
+        valid = ops.logical_and(valid, ops.greater(target_out, 0)[..., None])
         columns = _masked_log_softmax(logits, valid, axis=-2)  # log p(t|s)
-        log_rows = tf.math.log(tf.maximum(rows, 1e-30))
+        log_rows = ops.log(ops.maximum(rows, 1e-30))
         return {
             "alignment": Attention._masked_softmax(log_rows + columns, valid),
             "source_given_target": rows,
-            "target_given_source": tf.exp(columns) * tf.cast(valid, tf.float32),
+            "target_given_source": ops.exp(columns) * ops.cast(valid, "float32"),
         }
 
     def _with_target_context(self, query, target_out):
         """Appends the head context's reading of each hypothesis' queries, one
         sequence per hypothesis (padding masked)."""
-        length, width = tf.shape(target_out)[-1], query.shape[-1]
-        rows = tf.reshape(query, [-1, length, width])  # (rows, T, d)
-        mask = tf.reshape(target_out > 0, [-1, length])  # (rows, T)
+        length, width = ops.shape(target_out)[-1], query.shape[-1]
+        rows = ops.reshape(query, (-1, length, width))  # (rows, T, d)
+        mask = ops.reshape(ops.greater(target_out, 0), (-1, length))  # (rows, T)
         context = self.head_context(rows, mask=mask)  # (rows, T, d')
-        context = tf.reshape(context, tf.concat([tf.shape(query)[:-1], [context.shape[-1]]], 0))
-        return tf.concat([query, tf.cast(context, query.dtype)], -1)
+        context = ops.reshape(context, (*ops.shape(query)[:-1], context.shape[-1]))
+        return ops.concatenate([query, ops.cast(context, query.dtype)], -1)
 
     def call(self, target_in, memory: Memory, training=False):
         outputs, weights, _ = self.teacher_forced(target_in, memory, training)
@@ -572,24 +572,25 @@ class AttentionDecoder(keras.layers.Layer):
         return self._teacher_forced_scan(embedded, memory, training)
 
     def _teacher_forced_scan(self, embedded, memory: Memory, training):
-        """Runs `_step_core` over time with tf.scan -> outputs, attention, states."""
-        state = self.initial_state(memory)
+        """Runs `_step_core` over time with `ops.scan` -> outputs, attention, states."""
 
         def scan_step(carry, embedded_t):
-            state = carry[0]
-            output, state, weights, hidden = self._step_core(embedded_t, state, memory, training)
-            return state, output, weights, hidden
+            output, state, weights, hidden = self._step_core(embedded_t, carry[0], memory,
+                                                             training)
+            carry = (state, output, weights, hidden)
+            # Keras' TensorFlow scan stacks outputs shaped as the carry: emit all of it.
+            return carry, carry
 
-        batch = tf.shape(embedded)[0]
+        batch = ops.shape(embedded)[0]
         seed = (
-            state,
-            tf.zeros([batch, self.output_dim], self.compute_dtype),
-            tf.zeros(tf.shape(memory.mask), tf.float32),
-            tf.zeros([batch, self.hidden_dim], self.compute_dtype),
+            self.initial_state(memory),
+            ops.zeros((batch, self.output_dim), self.compute_dtype),
+            ops.zeros(ops.shape(memory.mask), "float32"),
+            ops.zeros((batch, self.hidden_dim), self.compute_dtype),
         )
-        time_major = tf.transpose(embedded, [1, 0, 2])  # (T, batch, emb)
-        _, outputs, weights, hidden = tf.scan(scan_step, time_major, initializer=seed)
-        return tuple(tf.transpose(t, [1, 0, 2]) for t in (outputs, weights, hidden))
+        time_major = ops.transpose(embedded, (1, 0, 2))  # (T, batch, emb)
+        _, (_, outputs, weights, hidden) = ops.scan(scan_step, seed, time_major)
+        return tuple(ops.transpose(t, (1, 0, 2)) for t in (outputs, weights, hidden))
 
 
 @keras.saving.register_keras_serializable(package="nmt")
@@ -614,8 +615,8 @@ class LuongDecoder(AttentionDecoder):
     def initial_state(self, memory):
         state = super().initial_state(memory)
         if self.input_feeding:
-            batch = tf.shape(memory.values)[0]
-            state["feed"] = tf.zeros([batch, self.output_dim], self.compute_dtype)
+            batch = ops.shape(memory.values)[0]
+            state["feed"] = ops.zeros((batch, self.output_dim), self.compute_dtype)
         return state
 
     def _attentional_output(self, hidden, memory, training, kernels=None):
@@ -625,7 +626,8 @@ class LuongDecoder(AttentionDecoder):
             context, weights = self.attention(
                 hidden, memory.values, mask=memory.mask, projected_keys=memory.projected_keys
             )
-        output = self._dense(self.combine, tf.concat([context, hidden], axis=-1), kernels)  # h~_t
+        combined = ops.concatenate([context, hidden], axis=-1)
+        output = self._dense(self.combine, combined, kernels)  # h~_t
         return self.dropout(output, training=training), output, weights
 
     def _step_dense_layers(self):
@@ -634,7 +636,7 @@ class LuongDecoder(AttentionDecoder):
     def _step_core(self, embedded, state, memory, training, kernels=None):
         x = self.dropout(embedded, training=training)
         if self.input_feeding:
-            x = tf.concat([x, state["feed"]], axis=-1)  # (batch, emb + out)
+            x = ops.concatenate([x, state["feed"]], axis=-1)  # (batch, emb + out)
         hidden, rnn_states = self._run_cells(x, state["rnn"], training, kernels)
         output, feed, weights = self._attentional_output(hidden, memory, training, kernels)
         new_state = {"rnn": rnn_states}
@@ -650,7 +652,7 @@ class LuongDecoder(AttentionDecoder):
 
     def _whole_sequence(self, embedded, target_in, memory, training):
         states = self.initial_state(memory)["rnn"]
-        target_mask = tf.not_equal(target_in, 0)  # (batch, T)
+        target_mask = ops.not_equal(target_in, 0)  # (batch, T)
         x = self.dropout(embedded, training=training)
         for i, layer in enumerate(self.rnn_layers):
             if i > 0:
@@ -688,7 +690,7 @@ class BahdanauDecoder(AttentionDecoder):
         query = self._top_hidden(state["rnn"])  # s_{i-1}, (batch, hidden)
         context, weights = self._attend(query, memory)
         hidden, rnn_states = self._run_cells(
-            tf.concat([x, context], -1), state["rnn"], training, kernels)
-        output = self._dense(
-            self.deep_output, tf.concat([hidden, context, x], axis=-1), kernels)  # (batch, out)
+            ops.concatenate([x, context], -1), state["rnn"], training, kernels)
+        deep = ops.concatenate([hidden, context, x], axis=-1)
+        output = self._dense(self.deep_output, deep, kernels)  # (batch, out)
         return self.dropout(output, training=training), {"rnn": rnn_states}, weights, hidden

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 _CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 
@@ -73,7 +73,7 @@ class Encoder(keras.layers.Layer):
         return cls(**config)
 
     def call(self, source, training=False):
-        mask = tf.not_equal(source, 0)  # (batch, S)
+        mask = ops.not_equal(source, 0)  # (batch, S)
         x = self.dropout(self.embedding(source), training=training)  # (batch, S, emb)
         for i, layer in enumerate(self.rnn_layers):
             y = layer(x, mask=mask, training=training)  # (batch, S, hidden)
@@ -81,5 +81,5 @@ class Encoder(keras.layers.Layer):
                 y = y + x
             x = self.dropout(y, training=training) if i < self.num_layers - 1 else y
         # Padding positions carry no information; zero them so pooled states are clean.
-        memory = x * tf.cast(mask, x.dtype)[:, :, None]  # (batch, S, hidden)
+        memory = x * ops.cast(mask, x.dtype)[:, :, None]  # (batch, S, hidden)
         return memory, mask

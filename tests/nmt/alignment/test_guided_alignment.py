@@ -4,11 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from nmt.alignment.guided_alignment import (
-    gold_alignment_matrix,
-    guided_alignment_loss,
-    two_way_alignment_loss,
-)
+from nmt.alignment.guided_alignment import guided_alignment_loss, two_way_alignment_loss
+from nmt.data.datasets import gold_alignment_matrix
 
 
 def softmax_rows(logits):

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from nmt.inference import fast_encoder
 from nmt.inference.search import tile_beams
 from nmt.layers import step_kernels
 from tests.nmt.layers.test_decoder import MASK, PREVIOUS, make_decoder, make_memory
@@ -158,7 +159,7 @@ SOURCE = tf.constant([[5, 6, 7, 8, 2], [9, 2, 0, 0, 0], [2, 0, 0, 0, 0]], tf.int
 def test_inference_encoder_equals_the_keras_encoder(cell, layers, residual):
     encoder = make_encoder(cell, layers, residual)
     want_memory, want_mask = encoder(SOURCE)
-    got_memory, got_mask = step_kernels.encode(encoder, SOURCE, tf.float32)
+    got_memory, got_mask = fast_encoder.encode(encoder, SOURCE, tf.float32)
     np.testing.assert_array_equal(got_mask, want_mask)
     np.testing.assert_allclose(got_memory, want_memory, rtol=1e-5, atol=1e-6)
     assert not np.any(got_memory.numpy()[~want_mask.numpy()])  # padding positions are zero
@@ -168,14 +169,14 @@ def test_inference_encoder_backward_direction_starts_at_each_sentence_end():
     """Padding after a sentence must not reach its backward states: the same
     sentence encodes the same alone and padded in a longer batch."""
     encoder = make_encoder("lstm")
-    alone, _ = step_kernels.encode(encoder, SOURCE[1:2, :2], tf.float32)
-    padded, _ = step_kernels.encode(encoder, SOURCE, tf.float32)
+    alone, _ = fast_encoder.encode(encoder, SOURCE[1:2, :2], tf.float32)
+    padded, _ = fast_encoder.encode(encoder, SOURCE, tf.float32)
     np.testing.assert_allclose(padded[1, :2], alone[0], rtol=1e-5, atol=1e-6)
 
 
 def test_inference_encoder_in_bfloat16_stays_close():
     encoder = make_encoder("lstm")
     want, _ = encoder(SOURCE)
-    got, _ = step_kernels.encode(encoder, SOURCE, tf.bfloat16)
+    got, _ = fast_encoder.encode(encoder, SOURCE, tf.bfloat16)
     assert got.dtype == tf.float32
     np.testing.assert_allclose(got, want, atol=3e-2)
