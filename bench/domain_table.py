@@ -12,7 +12,9 @@ export's default options, at `--beam-size` if given):
 - eurlex: `markup-enfr/dev-eurlex.{en,fr}` with the XLIFF inline tags
   stripped on both sides (`bench/markup_bleu.py`'s `strip_tags`), each line
   translated as one sentence;
-- laws, docs, ui: `dev-<split>.tsv` of the broad corpus, with `--corpus DIR`;
+- laws, docs, ui (Godot), libreoffice-ui, libreoffice-help, firefox-ui:
+  `dev-<split>.tsv` of a built corpus, with `--corpus DIR` (the last three
+  are in the v10 corpus only);
 - alibi: AER of forced alignments of the Alibi gold pairs, with the export's
   own link rule (`nmt evaluate --alibi`);
 - speed: sentences/s on `out-of-domain/traffic-mix.en` in file order, batches
@@ -74,7 +76,8 @@ LINE_ALIGNED = {
     "multi30k": ("Multi30k 2017", "out-of-domain/multi30k-test2017-flickr"),
     "eurlex": ("EUR-Lex, no tags", "markup-enfr/dev-eurlex"),
 }
-CORPUS_SPLITS = ("laws", "docs", "ui")  # `<corpus>/dev-<split>.tsv`
+# `<corpus>/dev-<split>.tsv`; the last three: the v10 corpus (training/corpora/en-fr-v10.yaml).
+CORPUS_SPLITS = ("laws", "docs", "ui", "libreoffice-ui", "libreoffice-help", "firefox-ui")
 ANKI_TEST = "anki-fra-eng/test.tsv"
 ALIBI_DIR = "alibi-enfr-alignments"
 TRAFFIC_MIX = "out-of-domain/traffic-mix.en"
@@ -83,7 +86,8 @@ TRANSLATION_SETS = ("anki", *LINE_ALIGNED, *CORPUS_SPLITS)
 OUT_OF_DOMAIN = tuple(name for name in TRANSLATION_SETS if name != "anki")
 SETS = (*TRANSLATION_SETS, "alibi", "speed")
 HEADERS = {"anki": "Anki test", **{name: header for name, (header, _) in LINE_ALIGNED.items()},
-           "laws": "laws", "docs": "docs", "ui": "UI"}
+           "laws": "laws", "docs": "docs", "ui": "UI", "libreoffice-ui": "LibreOffice UI",
+           "libreoffice-help": "LibreOffice help", "firefox-ui": "Firefox UI"}
 
 
 def _existing(path: Path) -> Path:
@@ -346,8 +350,9 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"the shared data directory (default: ${DATA_DIR_ENV}, else "
                              "../shared/data beside the checkout)")
     parser.add_argument("--corpus", type=Path,
-                        help="a built corpus directory with dev-laws.tsv, dev-docs.tsv and "
-                             "dev-ui.tsv (default: those columns are left out)")
+                        help="a built corpus directory with dev-<split>.tsv files (laws, docs, "
+                             "ui; libreoffice-ui, libreoffice-help and firefox-ui in the v10 "
+                             "corpus) (default: those columns are left out)")
     parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS),
                         help="the columns to measure (default: all)")
     parser.add_argument("--limit", type=int, default=0,

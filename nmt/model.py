@@ -288,8 +288,10 @@ class Seq2Seq(keras.Model):
         memory = self.encode(source, training=training)
         return self.decoder(target_in, memory, training=training)
 
-    def forward(self, source, target_in, target_out, training=False, project=True) -> dict:
-        """Teacher forcing with everything a loss may need.
+    def teacher_forced(self, source, target_in, target_out, training=False,
+                       project=True) -> dict:
+        """Teacher forcing with everything a loss may need. (Not `forward`: under the
+        PyTorch backend that name is `torch.nn.Module`'s, which Keras layers are.)
 
         Args:
             source / target_in: as for `call`.
@@ -343,7 +345,7 @@ class Seq2Seq(keras.Model):
 
     def build_from_config(self, config):
         # On loading a .keras file: `call` alone would leave the alignment head (used
-        # only by `forward`) without weights, and its saved weights unloaded.
+        # only by `teacher_forced`) without weights, and its saved weights unloaded.
         self.build_for()
 
     def build_for(self, batch: int = 2, source_length: int = 3, target_length: int = 3) -> None:
@@ -354,7 +356,7 @@ class Seq2Seq(keras.Model):
         memory = self.encode(source)
         self.decode_step(target[:, 0], self.initial_state(memory), memory)
         if self.decoder.alignment_head is not None:
-            self.forward(source, target, target)
+            self.teacher_forced(source, target, target)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         logits, _ = y_pred

@@ -43,10 +43,35 @@ def _add_train(sub) -> None:
     p.add_argument("--max-time", help="wall-clock budget, e.g. 90m (overrides the config)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override a config value, e.g. --set optim.max_steps=100")
+    p.add_argument("--backend", choices=("tensorflow", "jax", "torch"),
+                   help="Keras backend; jax and torch train from --shards "
+                        "(training.keras_trainer; default: tensorflow's `nmt train`)")
+    p.add_argument("--shards", help="pre-tokenized shards (`nmt shards`): train with the Keras "
+                                    "trainer on --backend (KERAS_BACKEND, else jax)")
     p.set_defaults(func=_train)
 
 
+def _train_on_shards(args) -> int:
+    """`nmt train --shards`: the Keras trainer on any backend (training.accelerator.train)."""
+    from training.accelerator.train import main as train_on_shards
+
+    if not args.shards:
+        print(f"nmt train: --backend {args.backend} trains from pre-tokenized shards: build "
+              "them with `nmt shards` and pass --shards DIR", file=sys.stderr)
+        return 2
+    backend = args.backend or os.environ.get("KERAS_BACKEND", "jax")
+    argv = ["--config", args.config, "--shards", args.shards, "--run", args.run,
+            "--backend", backend, *(f"--set={pair}" for pair in args.set)]
+    if args.resume:
+        argv.append("--resume")
+    if args.max_time:
+        argv += ["--max-time", args.max_time]
+    return train_on_shards(argv)
+
+
 def _train(args) -> int:
+    if args.shards or args.backend not in (None, "tensorflow"):
+        return _train_on_shards(args)
     from training.config import parse_overrides
     from training.train import TrainingInterrupted, run
 

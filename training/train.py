@@ -379,7 +379,7 @@ class Trainer:
         def replica_step(inputs, target_out, gold):
             with tf.GradientTape() as tape:
                 # A frozen model runs as it translates: no dropout, no logits.
-                out = self.model.forward(*inputs, target_out, training=not frozen,
+                out = self.model.teacher_forced(*inputs, target_out, training=not frozen,
                                          project=not frozen)
                 loss = align_loss = head_loss = zero
                 if not frozen:

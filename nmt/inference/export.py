@@ -306,7 +306,7 @@ class TranslationModule(tf.Module):
         eos = tf.fill([target_ids.nrows(), 1], EOS_ID)
         target_in = _dense(tf.concat([bos, target_ids], axis=1))  # (batch, T)
         target_out = _dense(tf.concat([target_ids, eos], axis=1))  # (batch, T)
-        out = self.model.forward(source, target_in, target_out, training=False)
+        out = self.model.teacher_forced(source, target_in, target_out, training=False)
         logits, weights = out["logits"], out.get("head", out["attention"])
         lengths = tf.cast(tf.reduce_sum(tf.cast(target_out > 0, tf.int32), axis=1), tf.int32)
         # Normalised as the search normalises (without a shortlist): a translation's

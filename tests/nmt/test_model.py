@@ -404,8 +404,8 @@ def test_keras_file_round_trip(overrides, tmp_path):
         assert reloaded.source_embedding is reloaded.target_embedding
     if model.config.alignment_head:
         args = tf.constant(SOURCE), tf.constant(TARGET_IN), tf.constant(TARGET_OUT)
-        np.testing.assert_allclose(reloaded.forward(*args)["head"], model.forward(*args)["head"],
-                                   atol=1e-6)
+        np.testing.assert_allclose(reloaded.teacher_forced(*args)["head"],
+                                   model.teacher_forced(*args)["head"], atol=1e-6)
 
 
 def test_weights_file_round_trip(tmp_path):
@@ -440,7 +440,8 @@ HEADS = [("luong-general", "general", "lstm"), ("luong-general+feed", "bahdanau"
 @pytest.mark.parametrize("decoder, head, cell", HEADS)
 def test_head_rows_of_search_steps_equal_teacher_forcing(decoder, head, cell):
     model = shared_model(**DECODERS[decoder], cell=cell, alignment_head=head)
-    forced = model.forward(tf.constant(SOURCE), tf.constant(TARGET_IN), tf.constant(TARGET_OUT))
+    forced = model.teacher_forced(tf.constant(SOURCE), tf.constant(TARGET_IN),
+                                  tf.constant(TARGET_OUT))
     memory = model.encode(tf.constant(SOURCE))
     state = model.initial_state(memory)
     rows = []
@@ -463,8 +464,8 @@ def test_head_rows_of_search_steps_equal_teacher_forcing(decoder, head, cell):
 def test_head_reads_the_piece_it_aligns():
     model = shared_model(**SHIPPED, alignment_head="general")
     other = np.where(TARGET_OUT > 2, TARGET_OUT + 1, TARGET_OUT)  # other pieces, same states
-    rows = [model.forward(tf.constant(SOURCE), tf.constant(TARGET_IN), tf.constant(t))["head"]
-            for t in (TARGET_OUT, other)]
+    rows = [model.teacher_forced(tf.constant(SOURCE), tf.constant(TARGET_IN),
+                                 tf.constant(t))["head"] for t in (TARGET_OUT, other)]
     changed = TARGET_OUT > 2
     assert np.abs(rows[0].numpy() - rows[1].numpy()).sum(-1)[changed].min() > 1e-4
 
@@ -477,10 +478,11 @@ def test_head_leaves_translation_and_attention_unchanged():
                              plain.weights, strict=True):
         weight.assign(value)
     logits, attention = plain((SOURCE, TARGET_IN))
-    out = headed.forward(tf.constant(SOURCE), tf.constant(TARGET_IN), tf.constant(TARGET_OUT))
+    out = headed.teacher_forced(tf.constant(SOURCE), tf.constant(TARGET_IN),
+                                tf.constant(TARGET_OUT))
     np.testing.assert_array_equal(out["logits"].numpy(), logits.numpy())
     np.testing.assert_array_equal(out["attention"].numpy(), attention.numpy())
-    assert "head" not in plain.forward(tf.constant(SOURCE), tf.constant(TARGET_IN),
+    assert "head" not in plain.teacher_forced(tf.constant(SOURCE), tf.constant(TARGET_IN),
                                        tf.constant(TARGET_OUT))
 
 
@@ -516,14 +518,14 @@ def test_head_context_reads_the_pieces_after_a_row_and_ignores_padding(reader):
     # with context (the third sentence has only EOS)
     source = tf.constant(SOURCE)
     for model, reads_ahead in ((plain, False), (context, True)):
-        rows = [model.forward(source, tf.constant(TARGET_IN), tf.constant(t))["head"].numpy()
+        rows = [model.teacher_forced(source, tf.constant(TARGET_IN), tf.constant(t))["head"].numpy()
                 for t in (TARGET_OUT, later)]
         change = np.abs(rows[0][:2, 0] - rows[1][:2, 0]).sum(-1)  # the first piece's row
         assert (change.min() > 1e-6) == reads_ahead, change
     # Padding after the target changes nothing, and rows stay distributions.
     padded = [np.pad(t, ((0, 0), (0, 3))) for t in (TARGET_IN, TARGET_OUT)]
-    short = context.forward(source, tf.constant(TARGET_IN), tf.constant(TARGET_OUT))["head"]
-    long = context.forward(source, *map(tf.constant, padded))["head"].numpy()
+    short = context.teacher_forced(source, tf.constant(TARGET_IN), tf.constant(TARGET_OUT))["head"]
+    long = context.teacher_forced(source, *map(tf.constant, padded))["head"].numpy()
     np.testing.assert_allclose(long[:, :TARGET_OUT.shape[1]], short.numpy(), atol=1e-5)
     np.testing.assert_allclose(short.numpy().sum(-1)[TARGET_OUT != 0], 1.0, atol=1e-5)
 
@@ -580,7 +582,7 @@ def agreement_model(agreement: str) -> Seq2Seq:
 @pytest.mark.parametrize("agreement", ["shared", "separate"])
 def test_agreement_rows_are_the_two_directions_product(agreement):
     model = agreement_model(agreement)
-    out = model.forward(tf.constant(SOURCE), tf.constant(TARGET_IN), tf.constant(TARGET_OUT))
+    out = model.teacher_forced(tf.constant(SOURCE), tf.constant(TARGET_IN), tf.constant(TARGET_OUT))
     rows, columns, head = (out[k].numpy() for k in ("head_rows", "head_columns", "head"))
     valid = (TARGET_OUT != 0)[:, :, None] & (SOURCE != 0)[:, None, :]  # (B, T, S)
     real_rows, real_columns = valid.any(-1), valid.any(-2)

@@ -50,6 +50,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="checkpoints averaged into the weights handed back")
     parser.add_argument("--out", default=None, help="directory for the weights and logs")
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--init-weights", default=None,
+                        help="start from these weights: a `--out` directory's weights/ "
+                             "(training.weight_files), e.g. a previous phase's")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="config override, e.g. optim.max_tokens=24000 (repeatable)")
     return parser.parse_args(argv)
@@ -67,12 +70,13 @@ def overrides_of(pairs) -> dict:
     return result
 
 
-def measure_speed(args, overrides: dict, steps: int) -> dict:
-    """Target tokens/s of each precision on the same batches of one shape."""
+def measure_speed(args, overrides: dict, steps: int, precisions=PRECISIONS) -> dict:
+    """Target tokens/s of each precision on the same batches of one shape (`args.config`,
+    `args.shards`); bench/train_speed_backends.py runs it on each backend."""
     from training.keras_trainer import make_trainer
 
     results = {}
-    for precision in PRECISIONS:
+    for precision in precisions:
         with tempfile.TemporaryDirectory() as tmp:
             trainer = make_trainer(args.config, args.shards, Path(tmp) / "run",
                                    {**overrides, "optim.precision": precision})
@@ -105,6 +109,11 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stdout)
     import keras
 
+    if keras.backend.backend() != args.backend:
+        raise SystemExit(f"Keras was imported with the {keras.backend.backend()} backend before "
+                         f"--backend {args.backend} could choose it: start the command with "
+                         f"KERAS_BACKEND={args.backend} set")
+
     from training.config import parse_duration
     from training.keras_trainer import checkpoint_step, device_name, make_trainer
     from training.weight_files import average_checkpoints, save_parts
@@ -128,6 +137,11 @@ def main(argv=None) -> int:
     if precision:
         overrides["optim.precision"] = precision
     trainer = make_trainer(args.config, args.shards, args.run, overrides, resume=args.resume)
+    if args.init_weights and not args.resume:
+        from training.weight_files import load_parts
+
+        load_parts(trainer.model, args.init_weights)
+        logging.info("started from the weights in %s", args.init_weights)
     max_time = parse_duration(args.max_time) if args.max_time else None
     if max_time:
         max_time = max(60.0, max_time - (time.monotonic() - started))

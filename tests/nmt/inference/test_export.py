@@ -495,7 +495,8 @@ def forced_piece_log_probs(module, sentence: str, pieces: list[bytes]) -> np.nda
     vocab = target.id_to_piece(tf.range(target.vocab_size)).numpy().tolist()
     ids = [EOS_ID if piece == b"</s>" else vocab.index(piece) for piece in pieces]
     source = module._encode_sources(tf.constant([sentence]))
-    out = module.model.forward(source, tf.constant([[BOS_ID, *ids[:-1]]]), tf.constant([ids]))
+    out = module.model.teacher_forced(source, tf.constant([[BOS_ID, *ids[:-1]]]),
+                                      tf.constant([ids]))
     log_probs = tf.nn.log_softmax(out["logits"][0]).numpy()  # (T, V)
     return log_probs[np.arange(len(ids)), ids]
 
@@ -678,7 +679,8 @@ def test_search_rows_of_the_head_equal_forced_alignment_of_the_translation(which
         shifted = np.concatenate([np.full_like(target_out[:, :1], BOS_ID),
                                   target_out[:, :-1]], axis=1)
         target_in = np.where(target_out > 0, shifted, 0)
-        forced = module.model.forward(source, tf.constant(target_in), tf.constant(target_out))
+        forced = module.model.teacher_forced(source, tf.constant(target_in),
+                                             tf.constant(target_out))
         for i in range(3):
             length = int(result.lengths[i, n])
             assert length > 0
