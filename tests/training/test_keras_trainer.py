@@ -1,0 +1,130 @@
+"""The Keras trainer on JAX, and its weights exported on TensorFlow.
+
+Trains a tiny model a few steps under JAX from shards of the tiny corpus
+(`python -m training.accelerator.train`, a subprocess: the backend is fixed at
+import), brings the weights back with `training.accelerator.import_weights` and
+exports the run with `nmt export`'s code; the SavedModel translates as the
+TensorFlow model holding those weights does.
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from nmt.data.shard_writer import write_shards
+from nmt.data.subwords import PlainTokenizer
+
+REPO = Path(__file__).resolve().parents[2]
+LINES = ["I like tea.", "Where is the station?", "He is my friend."]
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                                reason="jax is not installed (the dev extra installs it)")
+
+CONFIG = {
+    "name": "tiny-keras",
+    "data": {"train": "unused.tsv", "dev": "unused.tsv", "join_fraction": 0.05,
+             "max_tokens_per_sentence": 24},
+    "model": {"embedding_dim": 16, "hidden_dim": 16, "attention_units": 8,
+              "share_embeddings": True, "input_feeding": False, "dropout": 0.1},
+    "optim": {"max_tokens": 400, "learning_rate": 0.01, "warmup_steps": 2, "precision": "float32",
+              "checkpoint_every": 3, "eval_every": 4, "log_every": 2, "keep_checkpoints": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def jax_run(tmp_path_factory, tiny_pairs, tiny_tokenizers):
+    """A run of 6 steps under JAX: its `--out` directory, shards and run directory."""
+    root = tmp_path_factory.mktemp("keras-trainer")
+    corpus = root / "corpus"
+    corpus.mkdir()
+    lines = [f"{e}\t{f}\t{'ab'[n % 2]}" for n, (e, f) in enumerate(tiny_pairs)]
+    (corpus / "train.tsv").write_text("\n".join(lines[40:]) + "\n", encoding="utf-8")
+    (corpus / "dev.tsv").write_text("\n".join(lines[:40]) + "\n", encoding="utf-8")
+    proto = tiny_tokenizers.source.model_proto
+    shards_dir = root / "shards"
+    write_shards(corpus, shards_dir, (PlainTokenizer(proto, "en"), PlainTokenizer(proto, "fr")),
+                 max_tokens_per_sentence=24)
+    config = root / "config.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+    out, run = root / "out", root / "run"
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+    result = subprocess.run(
+        [sys.executable, "-m", "training.accelerator.train", "--config", str(config),
+         "--shards", str(shards_dir), "--run", str(run), "--backend", "jax",
+         "--max-steps", "6", "--average", "2", "--out", str(out)],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out, shards_dir, run
+
+
+def test_a_jax_run_leaves_checkpoints_a_history_and_averaged_weights(jax_run):
+    out, _, run = jax_run
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["steps"], summary["stop"], summary["backend"]) == (6, "max_steps", "jax")
+    history = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
+    logged = [record for record in history if "loss" in record]
+    assert [record["step"] for record in logged] == [2, 4, 6]
+    assert all(record["target_tokens_per_s"] > 0 for record in logged)
+    dev = [record["dev_loss"] for record in history if "dev_loss" in record]
+    assert dev and set(dev[0]) == {"a", "b", "all"}
+    assert sorted(p.name for p in (run / "checkpoints").glob("*.weights.h5")) == [
+        "step-00000003.weights.h5", "step-00000006.weights.h5"]  # keep_checkpoints: 2
+    index = json.loads((out / "weights" / "weights.json").read_text())
+    assert index["steps"] == [3, 6]
+
+
+def test_resume_continues_from_the_last_checkpoint(jax_run, tmp_path):
+    _, shards_dir, run = jax_run
+    env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
+    copy = tmp_path / "run"
+    subprocess.run(["cp", "-r", str(run), str(copy)], check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "training.accelerator.train", "--config",
+         str(run.parent / "config.yaml"), "--shards", str(shards_dir), "--run", str(copy),
+         "--backend", "jax", "--resume", "--max-steps", "8"],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "resumed at step 6" in result.stdout
+    assert json.loads((copy / "summary.json").read_text())["steps"] == 8
+
+
+def test_jax_weights_export_on_tensorflow_and_translate_as_the_model_does(jax_run, tmp_path):
+    import tensorflow as tf
+
+    from nmt.inference.export import export_saved_model
+    from training.accelerator.import_weights import import_weights
+    from training.export_run import module_from_run
+
+    out, shards_dir, _ = jax_run
+    run = tmp_path / "run"
+    import_weights(out, shards_dir, run)
+    module = module_from_run(run)
+    # The weights are those JAX averaged, not a fresh initialisation.
+    with np.load(out / "weights" / "weights-0.npz") as part:
+        np.testing.assert_array_equal(module.model.weights[0].numpy(), part["0000"])
+    path = export_saved_model(module, tmp_path / "export", 1)
+    loaded = tf.saved_model.load(str(path))
+    exported = loaded.signatures["serving_default"](sentences=tf.constant(LINES))
+    in_process = module.translate(tf.constant(LINES))
+    assert [t.decode() for t in exported["translations"].numpy()] == [
+        t.decode() for t in in_process["translations"].numpy()]
+    np.testing.assert_allclose(exported["scores"].numpy(), in_process["scores"].numpy(),
+                               atol=1e-5)
+
+
+def test_nmt_train_on_another_backend_asks_for_shards(tmp_path, capsys):
+    from nmt_cli.main import main
+
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+    code = main(["train", "--config", str(config), "--run", str(tmp_path / "run"),
+                 "--backend", "jax"])
+    assert code == 2
+    assert "nmt shards" in capsys.readouterr().err
