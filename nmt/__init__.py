@@ -1,6 +1,6 @@
 """Attention-based English→French translation: the model library.
 
-`layers` (attention, encoder, decoders) and `model` on TensorFlow/Keras; `data`
+`layers` (attention, encoder, decoders) and `model` in Keras 3 ops (any backend); `data`
 (corpus, tokenizer, batches); `inference` (search, export, `Translator`);
 `alignment` (word links); `documents` (sentences and markup); `evaluation`
 (metrics, scoring). `types`, `constants`, `paths` and `options` are plain Python.

@@ -125,6 +125,12 @@ class KerasTrainer:
         o = cfg.optim
         keras.utils.set_random_seed(o.seed)
         keras.mixed_precision.set_global_policy(o.precision)
+        # Data parallelism over every device the backend sees (keras.distribution:
+        # JAX only): each batch's rows are split evenly over them.
+        self.devices = 1
+        if keras.backend.backend() == "jax" and len(keras.distribution.list_devices()) > 1:
+            keras.distribution.set_distribution(keras.distribution.DataParallel())
+            self.devices = len(keras.distribution.list_devices())
         train = shards.load_split(self.shards_dir, "train")
         joined = round(cfg.data.join_fraction * len(train))
         if joined:
@@ -224,6 +230,7 @@ class KerasTrainer:
             for width in np.unique(bucket[members]):
                 in_bucket = members[bucket[members] == width]
                 rows = max(1, self.cfg.optim.max_tokens // int(width))
+                rows = max(self.devices, rows // self.devices * self.devices)
                 for start in range(0, len(in_bucket), rows):
                     batch = shards.make_batch(self.dev, in_bucket[start:start + rows],
                                               length=int(width))
@@ -250,7 +257,8 @@ class KerasTrainer:
                     self.train, max_tokens=o.max_tokens, seed=o.seed, epoch=self.position.epoch,
                     skip_batches=self.position.batch, bucket_width=BUCKET_WIDTH,
                     pad_to=BUCKET_WIDTH, max_length=self.cfg.data.max_tokens_per_sentence,
-                    fixed_rows=self.fixed_rows, bucket_bounds=BUCKET_BOUNDS)
+                    fixed_rows=self.fixed_rows, bucket_bounds=BUCKET_BOUNDS,
+                    rows_multiple=self.devices)
             self.position.epoch += 1
             self.position.batch = 0
 
@@ -318,6 +326,7 @@ class KerasTrainer:
         summary = {"steps": self.position.step, "epochs": self.position.epoch,
                    "stop": stop, "hours": (time.monotonic() - started) / 3600,
                    "backend": keras.backend.backend(), "device": device_name(),
+                   "devices": self.devices,
                    "precision": o.precision, "best_dev_loss": self.best_dev,
                    "train_examples": len(self.train)}
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

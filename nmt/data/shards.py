@@ -253,8 +253,8 @@ def bucket_lengths(length: np.ndarray, bucket_width: int,
 
 def plan_epoch(split: ShardSplit, *, max_tokens: int, seed: int, epoch: int,
                bucket_width: int = 8, max_length: int | None = None,
-               fixed_rows: bool = False,
-               bucket_bounds: tuple[int, ...] | None = None) -> list[np.ndarray]:
+               fixed_rows: bool = False, bucket_bounds: tuple[int, ...] | None = None,
+               rows_multiple: int = 1) -> list[np.ndarray]:
     """The batches of one training epoch, as arrays of example indices.
 
     `nmt.data.datasets.plan_epoch` without TensorFlow (the same batches for
@@ -277,6 +277,8 @@ def plan_epoch(split: ShardSplit, *, max_tokens: int, seed: int, epoch: int,
             rows: a bucket's last batch is filled up with the bucket's first
             examples of the epoch (a few examples twice an epoch), so that
             with `iter_batches(fixed_rows=True)` each bucket makes one shape.
+        rows_multiple: with `fixed_rows`, each batch's rows are a multiple of this
+            (the devices of data parallelism), at least one multiple.
         bucket_bounds: the buckets' lengths instead of multiples of
             `bucket_width` (`bucket_lengths`): few buckets, few shapes to
             compile, e.g. `(16, 24, 32, 48, 64, 96, 128)`.
@@ -297,6 +299,8 @@ def plan_epoch(split: ShardSplit, *, max_tokens: int, seed: int, epoch: int,
     batches = []
     for members in np.split(order, bounds) if len(order) else []:
         size = max(1, max_tokens // int(upper[members[0]]))
+        # Data parallelism splits the rows evenly over the devices.
+        size = max(rows_multiple, size // rows_multiple * rows_multiple)
         if fixed_rows and len(members) % size:
             members = np.concatenate([members, np.resize(members, size - len(members) % size)])
         batches.extend(np.split(members, np.arange(size, len(members), size)))
@@ -369,7 +373,8 @@ def _pad(values: np.ndarray, splits: np.ndarray, rows: np.ndarray, width: int, *
 def iter_batches(split: ShardSplit, *, max_tokens: int, seed: int, epoch: int,
                  skip_batches: int = 0, bucket_width: int = 8, pad_to: int = 8,
                  max_length: int | None = None, fixed_rows: bool = False,
-                 bucket_bounds: tuple[int, ...] | None = None) -> Iterator[Batch]:
+                 bucket_bounds: tuple[int, ...] | None = None,
+                 rows_multiple: int = 1) -> Iterator[Batch]:
     """One epoch of token-budget batches, deterministic for `(seed, epoch)`.
 
     Batches of `plan_epoch`, padded by `make_batch`. `skip_batches=k` starts
@@ -381,7 +386,7 @@ def iter_batches(split: ShardSplit, *, max_tokens: int, seed: int, epoch: int,
     Args:
         split: the examples (`load_split`, then `join_examples`).
         max_tokens, seed, epoch, bucket_width, max_length, fixed_rows,
-            bucket_bounds: as for `plan_epoch`.
+            bucket_bounds, rows_multiple: as for `plan_epoch`.
         skip_batches: batches of this epoch already trained on.
         pad_to: padded lengths are multiples of it (e.g. 8, so that a JIT
             compiler sees few shapes); `bucket_width` must be a multiple of
@@ -400,7 +405,7 @@ def iter_batches(split: ShardSplit, *, max_tokens: int, seed: int, epoch: int,
                          f"pad_to={pad_to!r}")
     batches = plan_epoch(split, max_tokens=max_tokens, seed=seed, epoch=epoch,
                          bucket_width=bucket_width, max_length=max_length, fixed_rows=fixed_rows,
-                         bucket_bounds=bucket_bounds)
+                         bucket_bounds=bucket_bounds, rows_multiple=rows_multiple)
     if not 0 <= skip_batches <= len(batches):
         raise ValueError(f"skip_batches must be between 0 and the epoch's {len(batches)} "
                          f"batches. Received: skip_batches={skip_batches!r}")

@@ -1,5 +1,6 @@
-"""Keras layers: attention, the bidirectional encoder, the attentional decoders.
+"""Keras layers in `keras.ops`: attention, the bidirectional encoder, the attentional decoders.
 
-`step_kernels` holds the same encoder and decoder step as plain functions for
-translation, with their matrix products in a chosen dtype (the export uses them).
+They run on TensorFlow, JAX and PyTorch. `step_kernels` holds the decoder step as plain
+functions for translation, with its matrix products in a chosen dtype (the export uses
+them, with `nmt.inference.fast_encoder` for the encoder).
 """

@@ -128,3 +128,27 @@ def test_nmt_train_on_another_backend_asks_for_shards(tmp_path, capsys):
                  "--backend", "jax"])
     assert code == 2
     assert "nmt shards" in capsys.readouterr().err
+
+
+def test_two_devices_train_as_one_with_data_parallelism(jax_run, tmp_path):
+    """Two virtual CPU devices (keras.distribution.DataParallel): the same steps give
+    the same weights as one device, up to the order of float additions."""
+    _, shards_dir, run = jax_run
+    config = run.parent / "config.yaml"
+    weights = {}
+    for devices in (1, 2):
+        env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
+               "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+        out = tmp_path / f"out-{devices}"
+        result = subprocess.run(
+            [sys.executable, "-m", "training.accelerator.train", "--config", str(config),
+             "--shards", str(shards_dir), "--run", str(tmp_path / f"run-{devices}"),
+             "--backend", "jax", "--max-steps", "2", "--average", "1", "--out", str(out),
+             "--set", "model.dropout=0.0", "--set", "optim.max_tokens=384"],
+            env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert json.loads((out / "summary.json").read_text())["devices"] == devices
+        with np.load(out / "weights" / "weights-0.npz") as part:
+            weights[devices] = {key: part[key] for key in part.files}
+    for key, value in weights[1].items():
+        np.testing.assert_allclose(weights[2][key], value, atol=1e-5, err_msg=key)
