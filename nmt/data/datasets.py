@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from nmt.data.encoding import EncodedCorpus
+from nmt.data.shards import plan_length_batches
 from nmt.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -75,18 +76,9 @@ def plan_epoch(
         max_length=max_length,
     )
     source_len, target_len = corpus.source.lengths, corpus.target.lengths + 1
-    length = np.maximum(source_len, target_len)
-    upper = -(-length // bucket_width) * bucket_width
-    rng = np.random.default_rng((seed, epoch))
-    order = rng.permutation(len(corpus))
-    order = order[length[order] <= max_length]
-    order = order[np.argsort(upper[order], kind="stable")]  # (examples,) grouped by bucket
-    bounds = np.flatnonzero(np.diff(upper[order])) + 1
-    batches = []
-    for members in np.split(order, bounds) if len(order) else []:
-        size = max(1, max_tokens // int(upper[members[0]]))
-        batches.extend(np.split(members, np.arange(size, len(members), size)))
-    return [batches[i] for i in rng.permutation(len(batches))]
+    return plan_length_batches(np.maximum(source_len, target_len), max_tokens=max_tokens,
+                               seed=seed, epoch=epoch, bucket_width=bucket_width,
+                               max_length=max_length)
 
 
 def _check_batching(**values: int) -> None:

@@ -287,12 +287,23 @@ def plan_epoch(split: ShardSplit, *, max_tokens: int, seed: int, epoch: int,
         A list of int64 index arrays into `split`, in training order.
     """
     max_length = split.max_tokens_per_sentence if max_length is None else max_length
+    return plan_length_batches(
+        np.maximum(split.source_lengths, split.target_lengths), max_tokens=max_tokens,
+        seed=seed, epoch=epoch, bucket_width=bucket_width, max_length=max_length,
+        fixed_rows=fixed_rows, bucket_bounds=bucket_bounds, rows_multiple=rows_multiple)
+
+
+def plan_length_batches(length: np.ndarray, *, max_tokens: int, seed: int, epoch: int,
+                        bucket_width: int, max_length: int, fixed_rows: bool = False,
+                        bucket_bounds: tuple[int, ...] | None = None,
+                        rows_multiple: int = 1) -> list[np.ndarray]:
+    """`plan_epoch` over the examples' longer sides `length` `(examples,)`; also
+    `nmt.data.datasets.plan_epoch`'s plan."""
     _check_batching(max_tokens=max_tokens, seed=seed, epoch=epoch, bucket_width=bucket_width,
-                    max_length=max_length)
-    length = np.maximum(split.source_lengths, split.target_lengths)
+                    max_length=max_length, rows_multiple=rows_multiple)
     upper = bucket_lengths(length, bucket_width, bucket_bounds)
     rng = np.random.default_rng((seed, epoch))
-    order = rng.permutation(len(split))
+    order = rng.permutation(len(length))
     order = order[length[order] <= max_length]
     order = order[np.argsort(upper[order], kind="stable")]  # (examples,) grouped by bucket
     bounds = np.flatnonzero(np.diff(upper[order])) + 1

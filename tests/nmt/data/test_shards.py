@@ -175,6 +175,15 @@ def test_fixed_rows_make_one_shape_per_bucket(train):
     assert set(np.concatenate(planned).tolist()) == set(range(len(train)))
 
 
+def test_rows_split_evenly_over_devices(train):
+    for devices in (2, 3):
+        planned = shards.plan_epoch(train, max_tokens=96, seed=1, epoch=0, fixed_rows=True,
+                                    rows_multiple=devices)
+        sizes = {len(batch) for batch in planned}
+        assert all(size % devices == 0 for size in sizes)
+        assert set(np.concatenate(planned).tolist()) == set(range(len(train)))
+
+
 def test_bucket_bounds_make_fewer_buckets(train):
     lengths = np.array([1, 8, 9, 16, 17, 24, 25, 40])
     assert shards.bucket_lengths(lengths, 8).tolist() == [8, 8, 16, 16, 24, 24, 32, 40]
