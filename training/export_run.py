@@ -12,7 +12,7 @@ from nmt.data.tokenizer import TokenizerPair
 from nmt.inference.export import TranslationModule, build_module
 from nmt.model import Seq2Seq
 from training.config import load_config
-from training.train import model_config, restore_best
+from training.run_files import model_config, restore_best
 
 
 def module_from_run(run_dir: Path, metadata: dict | None = None,

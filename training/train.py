@@ -60,11 +60,12 @@ from nmt.evaluation.metrics import (
     scores_by_domain,
 )
 from nmt.inference.export import TranslationModule
-from nmt.model import ModelConfig, Seq2Seq, sequence_loss
+from nmt.model import Seq2Seq, sequence_loss
 from training import corpus_alignment
 from training.config import TrainConfig, parse_duration
 from training.machine import cpu_model
 from training.progress import TrainingProgress
+from training.run_files import model_config
 from training.strategy import (
     check_same_on_workers,
     chief_first,
@@ -279,14 +280,6 @@ def copy_weights(source: Seq2Seq, target: Seq2Seq) -> int:
 def _without_head(model: Seq2Seq) -> list:
     head_ids = {id(w) for layer in model.decoder.head_layers for w in layer.weights}
     return [w for w in model.weights if id(w) not in head_ids]
-
-
-def model_config(cfg: TrainConfig, tokenizers: TokenizerPair) -> ModelConfig:
-    return ModelConfig.from_dict({
-        **cfg.model,
-        "source_vocab_size": tokenizers.source.vocab_size,
-        "target_vocab_size": tokenizers.target.vocab_size,
-    })
 
 
 class Trainer:
@@ -754,13 +747,3 @@ def _write_summary(trainer: Trainer, run_dir: Path) -> None:
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     log.info("summary: %s", yaml.safe_dump(summary, sort_keys=False))
-
-
-def restore_best(model: Seq2Seq, run_dir: Path) -> bool:
-    """Loads the best dev-BLEU weights of a run into `model` (False if none yet)."""
-    path = run_dir / "best" / "weights"
-    if not tf.io.gfile.glob(str(path) + "*"):
-        return False
-    tf.train.Checkpoint(weights=list(model.weights)).read(str(path)).assert_existing_objects_matched()
-    return True
-
