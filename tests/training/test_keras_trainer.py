@@ -72,8 +72,9 @@ def test_a_jax_run_leaves_checkpoints_a_history_and_averaged_weights(jax_run):
     logged = [record for record in history if "loss" in record]
     assert [record["step"] for record in logged] == [2, 4, 6]
     assert all(record["target_tokens_per_s"] > 0 for record in logged)
-    dev = [record["dev_loss"] for record in history if "dev_loss" in record]
-    assert dev and set(dev[0]) == {"a", "b", "all"}
+    dev = [record for record in history if "dev_loss" in record]
+    assert dev and set(dev[0]["dev_loss"]) == set(dev[0]["dev"]) == {"a", "b", "all"}
+    assert all(0 <= scores["chrf"] <= 100 for scores in dev[0]["dev"].values())
     assert sorted(p.name for p in (run / "checkpoints").glob("*.weights.h5")) == [
         "step-00000003.weights.h5", "step-00000006.weights.h5"]  # keep_checkpoints: 2
     index = json.loads((out / "weights" / "weights.json").read_text())
@@ -152,3 +153,25 @@ def test_two_devices_train_as_one_with_data_parallelism(jax_run, tmp_path):
             weights[devices] = {key: part[key] for key in part.files}
     for key, value in weights[1].items():
         np.testing.assert_allclose(weights[2][key], value, atol=1e-5, err_msg=key)
+
+
+def test_greedy_decode_picks_what_teacher_forcing_scores_highest():
+    """Each piece greedy search picks is the argmax of the teacher-forced logits
+    given the pieces before it; nothing follows EOS but padding."""
+    from nmt.data.subwords import BOS_ID, EOS_ID, PAD_ID
+    from nmt.model import ModelConfig, Seq2Seq
+    from training.keras_trainer import greedy_decode
+
+    model = Seq2Seq(ModelConfig(source_vocab_size=30, target_vocab_size=30, embedding_dim=8,
+                                hidden_dim=8, attention_units=4, dropout=0.0))
+    model.build_for()
+    source = np.array([[5, 6, 7, EOS_ID], [8, 9, EOS_ID, PAD_ID]], np.int32)
+    ids = greedy_decode(model, source, max_steps=6)
+    target_in = np.concatenate([np.full((2, 1), BOS_ID, np.int32), ids[:, :-1]], axis=1)
+    logits, _ = model((source, target_in))
+    best = np.argmax(np.asarray(logits), axis=-1)
+    for row in range(2):
+        ended = np.flatnonzero(ids[row] == EOS_ID)
+        length = ended[0] + 1 if len(ended) else ids.shape[1]
+        np.testing.assert_array_equal(ids[row, :length], best[row, :length])
+        assert (ids[row, length:] == PAD_ID).all()
