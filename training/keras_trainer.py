@@ -401,8 +401,10 @@ def checkpoint_step(path: Path) -> int:
 
 
 def make_trainer(config: str | Path, shards_dir: str | Path, run_dir: str | Path,
-                 overrides: dict | None = None, resume: bool = False) -> KerasTrainer:
+                 overrides: dict | None = None, resume: bool = False,
+                 dev_translate: int = 200) -> KerasTrainer:
     """A trainer for the YAML `config` (with `section.key` overrides)."""
     cfg = load_config(config, overrides)
     return KerasTrainer(cfg, shards_dir, run_dir, resume=resume,
-                        raw_config=read_raw_config(config, overrides))
+                        raw_config=read_raw_config(config, overrides),
+                        dev_translate=dev_translate)

@@ -46,6 +46,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="default: the faster one measured, else the config's")
     parser.add_argument("--speed-steps", type=int, default=0,
                         help="measure tokens/s over this many steps per precision first")
+    parser.add_argument("--dev-translate", type=int, default=200,
+                        help="dev pairs per domain translated (greedy) at each evaluation "
+                             "for BLEU/chrF (0: none)")
     parser.add_argument("--average", type=int, default=3,
                         help="checkpoints averaged into the weights handed back")
     parser.add_argument("--out", default=None, help="directory for the weights and logs")
@@ -136,7 +139,8 @@ def main(argv=None) -> int:
                         key=lambda p: speed["precisions"][p]["target_tokens_per_s"])
     if precision:
         overrides["optim.precision"] = precision
-    trainer = make_trainer(args.config, args.shards, args.run, overrides, resume=args.resume)
+    trainer = make_trainer(args.config, args.shards, args.run, overrides, resume=args.resume,
+                           dev_translate=args.dev_translate)
     if args.init_weights and not args.resume:
         from training.weight_files import load_parts
 
