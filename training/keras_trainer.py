@@ -7,9 +7,8 @@ each backend compiles (XLA under JAX) once per batch shape; the batches of a
 length bucket share one shape. What version 9's recipe needs is here:
 token-budget batches bucketed by length, warm-up and inverse-square-root
 schedule, global-norm clipping, label smoothing, checkpoints by steps and by
-time, an exact `resume`, dev loss and greedy dev BLEU/chrF per domain, early stop,
-tokens per second.
-Guided alignment and the alignment head stay with `nmt train` (TensorFlow).
+time, `resume` (weights, optimizer state, the place in the epoch), dev loss and
+greedy dev BLEU/chrF per domain, early stop, tokens per second. Guided alignment and the alignment head stay with `nmt train` (TensorFlow).
 
 A run directory written here:
 
