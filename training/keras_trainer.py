@@ -8,7 +8,8 @@ length bucket share one shape. What version 9's recipe needs is here:
 token-budget batches bucketed by length, warm-up and inverse-square-root
 schedule, global-norm clipping, label smoothing, checkpoints by steps and by
 time, `resume` (weights, optimizer state, the place in the epoch), dev loss and
-greedy dev BLEU/chrF per domain, early stop, tokens per second. Guided alignment and the alignment head stay with `nmt train` (TensorFlow).
+greedy dev BLEU/chrF per domain, early stop, tokens per second. Guided alignment
+and the alignment head stay with `nmt train` (TensorFlow).
 
 A run directory written here:
 
