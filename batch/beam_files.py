@@ -46,9 +46,9 @@ from batch.options import (
     add_placeholders_option,
     read_glossary,
 )
-from nmt.documents.file_formats import FILE_FORMATS, FileSettings, read_file
-from nmt.documents.glossary import Glossary
-from nmt.documents.terminology import translating_with_glossary
+from documents.file_formats import FILE_FORMATS, FileSettings, read_file
+from documents.glossary import Glossary
+from documents.terminology import translating_with_glossary
 from nmt.options import add_decode_options, given_decode_options
 from nmt.types import DecodeOptions
 

@@ -57,8 +57,8 @@ from batch.options import (
 )
 from batch.readers import InputFormat, SourceLine, numbered_lines, parse_line
 from batch.records import error_record, format_record
-from nmt.documents.glossary import Glossary
-from nmt.documents.markup import DOCUMENT_FORMATS
+from documents.glossary import Glossary
+from documents.markup import DOCUMENT_FORMATS
 from nmt.options import given_decode_options
 from nmt.types import DecodeOptions
 

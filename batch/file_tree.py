@@ -1,6 +1,6 @@
 """`nmt batch IN_DIR OUT_DIR`: every file of a directory tree translated, its format kept.
 
-The files are those of a whole-file format (`nmt.documents.file_formats`: PO/POT,
+The files are those of a whole-file format (`documents.file_formats`: PO/POT,
 XLIFF, SRT/WebVTT, .docx, Markdown), found under IN_DIR at any depth (hidden
 files and directories left out); each translation is written at the same
 relative path under OUT_DIR, atomically, so an output file is always whole.
@@ -30,11 +30,11 @@ from pathlib import Path
 
 from batch.engines import BadInputError, Engine
 from batch.job import glossary_digest
+from documents.file_formats import FILE_FORMATS, FileSettings, read_file
+from documents.glossary import Glossary
+from documents.sentences import Translate
+from documents.terminology import translating_with_glossary
 from nmt.atomic_write import write_atomically
-from nmt.documents.file_formats import FILE_FORMATS, FileSettings, read_file
-from nmt.documents.glossary import Glossary
-from nmt.documents.sentences import Translate
-from nmt.documents.terminology import translating_with_glossary
 
 log = logging.getLogger("nmt.batch")
 

@@ -36,7 +36,7 @@ def run_file_tree(args: argparse.Namespace, make_engine: Callable) -> int:
     """`nmt batch IN_DIR OUT_DIR`; `make_engine(args)` gives the engine (local or server)."""
     from batch.file_tree import TreeConfig, translate_tree
     from batch.options import read_glossary
-    from nmt.documents.file_formats import FileSettings
+    from documents.file_formats import FileSettings
 
     for attribute, flag, default in _LINE_FLAGS:
         if getattr(args, attribute) != default:

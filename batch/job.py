@@ -9,18 +9,18 @@ Windows always start at the same lines, so a resumed job translates exactly
 the batches an uninterrupted one would, and its output is byte-identical.
 
 With `document_format` set each line is one document (plain text, HTML or
-XML, `nmt.documents.markup.plan_document`): the sentences of a window's documents are
+XML, `documents.markup.plan_document`): the sentences of a window's documents are
 sorted and translated together, and each document joined again. A line
 whose markup is malformed is an error record naming the position.
 
-Placeholders (`%s`, `{0}`, `&amp;`: `nmt.documents.placeholders`) come back
+Placeholders (`%s`, `{0}`, `&amp;`: `documents.placeholders`) come back
 exactly unless `JobConfig.placeholders` is False: the job takes them out of what
-the engine reads (`nmt.documents.protection`, or each document's plan) and puts
+the engine reads (`documents.protection`, or each document's plan) and puts
 them back, so a server engine reads sentences without them.
 
 A glossary (`JobConfig.glossary`) is applied by the job too, whatever the
 engine, after the placeholders are back and before a document is joined
-(`nmt.documents.terminology`, `nmt.documents.glossary_documents`): the engine
+(`documents.terminology`, `documents.glossary_documents`): the engine
 translates exactly what it would without one, and each record lists the
 terms applied (`batch.records`).
 """
@@ -47,11 +47,11 @@ from batch.records import (
     format_record,
     translation_record,
 )
-from nmt.documents.glossary import Glossary
-from nmt.documents.glossary_documents import apply_glossary_to_documents
-from nmt.documents.markup import DOCUMENT_FORMATS, MarkupError, plan_document
-from nmt.documents.protection import protect
-from nmt.documents.terminology import apply_glossary
+from documents.glossary import Glossary
+from documents.glossary_documents import apply_glossary_to_documents
+from documents.markup import DOCUMENT_FORMATS, MarkupError, plan_document
+from documents.protection import protect
+from documents.terminology import apply_glossary
 
 log = logging.getLogger("nmt.batch")
 
@@ -117,7 +117,7 @@ def translate_window(sources: list[SourceLine], engine: Engine, *,
                      with_alignment: bool = False, placeholders: bool = True,
                      glossary: Glossary | None = None) -> list[dict]:
     """Records for a window of lines, in input order (translated sorted by length); with
-    `placeholders`, each comes back exactly (`nmt.documents.protection`); with a
+    `placeholders`, each comes back exactly (`documents.protection`); with a
     `glossary`, its terms are written in and listed (`applied_terms`)."""
     todo = sorted((s for s in sources if s.error is None), key=lambda s: len(s.text))
     protected = protect([s.text for s in todo], placeholders)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from batch.engines import DEFAULT_BATCH_SIZE
 from batch.readers import INPUT_FORMATS, InputFormat, detect_input_format
-from nmt.documents.markup import DOCUMENT_FORMATS
+from documents.markup import DOCUMENT_FORMATS
 from nmt.options import DEFAULT_MODEL_DIR, add_decode_options
 
 
@@ -63,7 +63,7 @@ def add_glossary_options(parser: argparse.ArgumentParser) -> None:
 
 
 def read_glossary(args: argparse.Namespace, read_bytes=None):
-    """The `--glossary` file as an `nmt.documents.glossary.Glossary`, or None without one.
+    """The `--glossary` file as an `documents.glossary.Glossary`, or None without one.
 
     Args:
         args: parsed with `add_glossary_options`.
@@ -74,7 +74,7 @@ def read_glossary(args: argparse.Namespace, read_bytes=None):
         GlossaryError: a row is bad (the message names the line), or there is none.
         ValueError: `--glossary-exact-case` without `--glossary`.
     """
-    from nmt.documents.glossary import Glossary
+    from documents.glossary import Glossary
 
     if args.glossary is None:
         if args.glossary_exact_case:

@@ -34,8 +34,8 @@ sys.path.insert(0, str(REPO))
 
 from batch.engines import LocalEngine, ServerEngine  # noqa: E402
 from batch.job import JobConfig, run_job  # noqa: E402
-from bench.inputs import SENTENCES_HELP, TRAFFIC_MIX, read_sentences  # noqa: E402
-from bench.memory import peak_rss_mb, rss_mb  # noqa: E402
+from bench.support.inputs import SENTENCES_HELP, TRAFFIC_MIX, read_sentences  # noqa: E402
+from bench.support.memory import peak_rss_mb, rss_mb  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
 from nmt.types import DecodeOptions  # noqa: E402
 from training.machine import cpu_model  # noqa: E402

@@ -18,7 +18,7 @@ previous answer came:
   another (a few percent): their repeats would only come from requesting the
   same pages again, which the Zipf draws of `ui` already measure.
 
-The requests are built in `bench/cache_workloads.py`. The workload's repeat
+The requests are built in `bench/support/cache_workloads.py`. The workload's repeat
 rate is printed first: the share of its sentences seen before in the
 sequence, counted on the sentences as the server keys them (placeholders
 taken out, documents split into sentences, by the functions
@@ -66,7 +66,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
-from bench.cache_workloads import (  # noqa: E402
+from bench.po_files import SCORED  # noqa: E402
+from bench.soak import MB, metric_values, process_stats  # noqa: E402
+from bench.support.cache_workloads import (  # noqa: E402
     DOCUMENTS,
     SENTENCES,
     Repeats,
@@ -80,10 +82,8 @@ from bench.cache_workloads import (  # noqa: E402
     warmup_requests,
     workload_repeats,
 )
-from bench.inputs import add_model_and_data_arguments, machine  # noqa: E402
-from bench.po_files import SCORED  # noqa: E402
-from bench.server_process import start_server  # noqa: E402
-from bench.soak import MB, metric_values, process_stats  # noqa: E402
+from bench.support.inputs import add_model_and_data_arguments, machine  # noqa: E402
+from bench.support.server_process import start_server  # noqa: E402
 from nmt.paths import version_dirs  # noqa: E402
 from serving.cache import DEFAULT_MAX_ENTRIES, DEFAULT_MAX_MB  # noqa: E402
 from serving.testing import free_port, scrape_metrics  # noqa: E402

@@ -38,8 +38,8 @@ sys.path.insert(0, str(REPO_ROOT))
 import tensorflow as tf  # noqa: E402
 
 from bench.flops import decoder_step_macs, encoder_macs, matmul_peak  # noqa: E402
-from bench.inputs import SENTENCES_HELP, TRAFFIC_MIX, machine, read_sentences  # noqa: E402
-from bench.memory import peak_rss_mb  # noqa: E402
+from bench.support.inputs import SENTENCES_HELP, TRAFFIC_MIX, machine, read_sentences  # noqa: E402
+from bench.support.memory import peak_rss_mb  # noqa: E402
 from nmt.inference.precision import AUTO, LOAD_CHOICES, cpu_bfloat16_units  # noqa: E402
 from nmt.inference.translator import Translator  # noqa: E402
 from nmt.model import ModelConfig  # noqa: E402

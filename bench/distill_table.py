@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO_ROOT))
 import tensorflow as tf  # noqa: E402
 
 from bench.decode_speed import ORDERS, in_order, int_list, time_setting  # noqa: E402
-from bench.inputs import SENTENCES_HELP, TRAFFIC_MIX, machine, read_sentences  # noqa: E402
+from bench.support.inputs import SENTENCES_HELP, TRAFFIC_MIX, machine, read_sentences  # noqa: E402
 from nmt.constants import DEFAULT_BATCH_SIZE  # noqa: E402
 from nmt.data.corpus import read_lines, read_pairs  # noqa: E402
 from nmt.evaluation import metrics, scoring  # noqa: E402

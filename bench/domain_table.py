@@ -57,8 +57,8 @@ sys.path.insert(0, str(REPO_ROOT))
 import tensorflow as tf  # noqa: E402
 
 from bench.decode_speed import time_setting  # noqa: E402
-from bench.inputs import machine, read_sentences  # noqa: E402
 from bench.markup_bleu import strip_tags  # noqa: E402
+from bench.support.inputs import machine, read_sentences  # noqa: E402
 from nmt.constants import DEFAULT_BATCH_SIZE  # noqa: E402
 from nmt.data.corpus import read_lines, read_pairs  # noqa: E402
 from nmt.evaluation import metrics, scoring  # noqa: E402

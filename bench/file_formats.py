@@ -18,7 +18,7 @@ sentences and only the format's own work differs:
   and numbered lists, block quotes, fenced code blocks.
 
 Each file is translated exactly as `nmt translate-file` does it in-process
-(`nmt.documents.file_formats`: `read_file(format, data, name,
+(`documents.file_formats`: `read_file(format, data, name,
 FileSettings())`, then `run(translate)`), with `Translator.load(--model,
 --precision)` and the model's default decoding, after a warm-up call. A run is
 timed whole: reading and checking the file, translating, writing the
@@ -57,9 +57,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.inputs import machine  # noqa: E402
 from bench.subtitles import subtitle_file  # noqa: E402
-from nmt.documents.file_formats import FileSettings, read_file  # noqa: E402
+from bench.support.inputs import machine  # noqa: E402
+from documents.file_formats import FileSettings, read_file  # noqa: E402
 from nmt.inference.precision import AUTO, LOAD_CHOICES  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
 

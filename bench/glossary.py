@@ -7,7 +7,7 @@ task gave them: the term's source -> the form of its `targets` that the
 reference uses (else the first). Translated with the shipped model:
 
 - none: the plain translation;
-- aligned (approach (a), `nmt.documents.terminology.apply_terms`): the
+- aligned (approach (a), `documents.terminology.apply_terms`): the
   target words aligned to each term replaced by its glossary target, with
   and without the article adjustment;
 - protected (`protect_terms`): the model reads each term as a number
@@ -52,9 +52,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.inputs import add_model_and_data_arguments, machine  # noqa: E402
-from nmt.documents.glossary import Glossary, GlossaryEntry  # noqa: E402
-from nmt.documents.terminology import TermsApplied, apply_terms, protect_terms  # noqa: E402
+from bench.support.inputs import add_model_and_data_arguments, machine  # noqa: E402
+from documents.glossary import Glossary, GlossaryEntry  # noqa: E402
+from documents.terminology import TermsApplied, apply_terms, protect_terms  # noqa: E402
 from nmt.evaluation.metrics import corpus_scores  # noqa: E402
 from nmt.types import parse_pharaoh  # noqa: E402
 

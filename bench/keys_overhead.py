@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.inputs import machine  # noqa: E402
+from bench.support.inputs import machine  # noqa: E402
 from nmt.atomic_write import write_atomically  # noqa: E402
 from serving.keys import KeysFile, Quota, new_key  # noqa: E402
 from serving.quotas import QuotaExceeded, Quotas  # noqa: E402

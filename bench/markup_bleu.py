@@ -12,7 +12,7 @@ scored against the French line with its tags stripped:
 Printed per set: both BLEU scores (sacrebleu, 13a) and their difference, the
 lines whose sentences reached the model differently (tags that changed what
 the model read), the lines whose translations differ, and malformed outputs
-(never expected: `nmt.documents.markup` keeps every tag).
+(never expected: `documents.markup` keeps every tag).
 
     python bench/markup_bleu.py [--model models/en-fr] [--data ../shared/data]
         [--sets glossary eurlex] [--limit N] [--batch-size 64]
@@ -31,9 +31,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.inputs import add_model_and_data_arguments, machine  # noqa: E402
-from nmt.documents.markup import MarkupError, _parse, plan_document  # noqa: E402
-from nmt.documents.sentences import join_documents, sentences_of  # noqa: E402
+from bench.support.inputs import add_model_and_data_arguments, machine  # noqa: E402
+from documents.markup import MarkupError, _parse, plan_document  # noqa: E402
+from documents.sentences import join_documents, sentences_of  # noqa: E402
 from nmt.evaluation.metrics import corpus_scores  # noqa: E402
 
 SETS = ("glossary", "eurlex")
@@ -43,7 +43,7 @@ def strip_tags(text: str, format: str = "xml") -> str:
     """The text of a marked-up line without its tags (entities decoded, spaces collapsed).
 
     Raises:
-        nmt.documents.markup.MarkupError: the line is not well-formed.
+        documents.markup.MarkupError: the line is not well-formed.
     """
     plain = "".join(item.plain for item in _parse(text, format) if item.kind == "text")
     return " ".join(plain.split())

@@ -37,10 +37,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from documents.markup import MarkupError, _parse, plan_markup  # noqa: E402
+from documents.offsets import word_spans  # noqa: E402
+from documents.sentences import TextLinks  # noqa: E402
 from nmt.alignment.word_links import word_links  # noqa: E402
-from nmt.documents.markup import MarkupError, _parse, plan_markup  # noqa: E402
-from nmt.documents.offsets import word_spans  # noqa: E402
-from nmt.documents.sentences import TextLinks  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
 from nmt.paths import data_dir  # noqa: E402
 

@@ -41,8 +41,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.inputs import add_model_and_data_arguments, machine  # noqa: E402
-from nmt.documents.sentences import translate_documents  # noqa: E402
+from bench.support.inputs import add_model_and_data_arguments, machine  # noqa: E402
+from documents.sentences import translate_documents  # noqa: E402
 from nmt.evaluation.metrics import corpus_scores  # noqa: E402
 
 SIZES = (3, 4, 5)  # sentences per paragraph

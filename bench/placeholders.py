@@ -1,11 +1,11 @@
 """Do placeholders come back? The Godot editor's UI strings, translated with and without them kept.
 
 Reads `more-enfr/godot-editor.tsv.gz` (English<TAB>French<TAB>origin), keeps
-the strings whose English side has a placeholder (`nmt.documents.placeholders`:
+the strings whose English side has a placeholder (`documents.placeholders`:
 printf, brace, ICU, entity) and translates each as a sentence twice:
 
 - before: the string as it is (the model reads the placeholders as text);
-- after: placeholders kept (`nmt.documents.protection`, what `nmt translate`,
+- after: placeholders kept (`documents.protection`, what `nmt translate`,
   the server and the batch job do by default): the model reads the string
   without them and each is put back where the word links place it.
 
@@ -42,10 +42,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.inputs import add_model_and_data_arguments, machine  # noqa: E402
-from nmt.documents import markup  # noqa: E402
-from nmt.documents.placeholders import find_placeholders, verbatim_pieces  # noqa: E402
-from nmt.documents.protection import protect, translate_protected  # noqa: E402
+from bench.support.inputs import add_model_and_data_arguments, machine  # noqa: E402
+from documents import markup  # noqa: E402
+from documents.placeholders import find_placeholders, verbatim_pieces  # noqa: E402
+from documents.protection import protect, translate_protected  # noqa: E402
 from nmt.evaluation.metrics import corpus_scores  # noqa: E402
 
 GODOT = Path("more-enfr") / "godot-editor.tsv.gz"

@@ -14,15 +14,15 @@ beforehand), chrF and BLEU over the messages with a reference (sacrebleu;
 each plural form one segment), and whether the structure was kept:
 entries (contexts, msgids, comments, references, obsolete entries), flags
 (the input's plus `fuzzy` on what was written), placeholders (each written
-form has its msgid's, `nmt.documents.placeholders`), lines changed outside
+form has its msgid's, `documents.placeholders`), lines changed outside
 the written msgstr, flags and header fields (0 expected), `msgfmt --check`
 (and with `--use-fuzzy`, which checks the machine translations too), and
 reStructuredText's inline markup kept: each role, literal, reference and a
-line's final `::` of a msgid (kind `rest` of `nmt.documents.placeholders`:
+line's final `::` of a msgid (kind `rest` of `documents.placeholders`:
 :func:`len`, ``code``, `text <url>`_, |version|, [#]_) found in the
 translation exactly as often. `--no-rest` lets the model read that markup (as
 before it was protected); by default a file whose references name `.rst`
-files keeps it (`nmt.documents.po.is_restructuredtext`). The round trip: the
+files keeps it (`documents.po.is_restructuredtext`). The round trip: the
 original python-docs file translated as it is (its translations kept, its few
 untranslated messages filled): lines changed outside what was written (0
 expected), against the lines polib's own save rewrites in the original file at
@@ -52,10 +52,10 @@ sys.path.insert(0, str(REPO))
 
 import polib  # noqa: E402
 
-from bench.inputs import add_model_and_data_arguments, machine  # noqa: E402
+from bench.support.inputs import add_model_and_data_arguments, machine  # noqa: E402
+from documents.placeholders import KINDS, find_placeholders  # noqa: E402
+from documents.po import FUZZY, PoOptions, read_po, translate_po  # noqa: E402
 from nmt.constants import DEFAULT_BATCH_SIZE  # noqa: E402
-from nmt.documents.placeholders import KINDS, find_placeholders  # noqa: E402
-from nmt.documents.po import FUZZY, PoOptions, read_po, translate_po  # noqa: E402
 from nmt.evaluation.metrics import corpus_scores  # noqa: E402
 
 SCORED = ("python-docs-faq-general.po", "python-docs-tutorial-introduction.po",

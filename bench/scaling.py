@@ -45,9 +45,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
-from bench.inputs import TRAFFIC_MIX, machine  # noqa: E402
 from bench.load_test import SENTENCES  # noqa: E402
-from bench.memory import rss_mb  # noqa: E402
+from bench.support.inputs import TRAFFIC_MIX, machine  # noqa: E402
+from bench.support.memory import rss_mb  # noqa: E402
 from nmt.data.corpus import read_lines  # noqa: E402
 from nmt.options import DEFAULT_MODEL_DIR  # noqa: E402
 from serving.testing import free_port  # noqa: E402

@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO_ROOT))
 import tensorflow as tf  # noqa: E402
 
 from bench.domain_table import decoding, label_of  # noqa: E402
-from bench.inputs import machine, read_sentences  # noqa: E402
+from bench.support.inputs import machine, read_sentences  # noqa: E402
 from nmt.constants import DEFAULT_BATCH_SIZE  # noqa: E402
 from nmt.inference.precision import AUTO, LOAD_CHOICES, cpu_bfloat16_units  # noqa: E402
 from nmt.inference.translator import Translator  # noqa: E402

@@ -5,7 +5,7 @@ Copies the model's highest version into a temporary base directory, starts
 `--poll-interval`) and runs `--clients` clients for `--minutes`, half over
 gRPC (`nmt_api.client.AsyncTranslationClient`), half over HTTP/JSON
 (aiohttp). Each draws its next request from a weighted mix
-(`bench/soak_mix.py`): single sentences, a few UI strings again and again
+(`bench/support/soak_mix.py`): single sentences, a few UI strings again and again
 (the translation cache), batches, HTML documents, Align calls, n-best lists
 (beam 5, 3 best), streams (gRPC), and requests that must fail: a sentence over
 `--max-chars`, a beam of 0, malformed JSON (HTTP). Half-way through it copies
@@ -50,10 +50,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
-from bench.inputs import TRAFFIC_MIX, machine  # noqa: E402
-from bench.memory import rss_mb  # noqa: E402
-from bench.server_process import start_server  # noqa: E402
-from bench.soak_mix import (  # noqa: E402
+from bench.support.inputs import TRAFFIC_MIX, machine  # noqa: E402
+from bench.support.memory import rss_mb  # noqa: E402
+from bench.support.server_process import start_server  # noqa: E402
+from bench.support.soak_mix import (  # noqa: E402
     INTENDED,
     MIX,
     PROTOCOLS,

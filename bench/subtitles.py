@@ -9,7 +9,7 @@ cut at near-equal word counts), a cue longer than 42 characters wrapped on
 two lines at the space nearest its middle, cues 2 s apart. A line that ends
 without a full stop runs on into the next line's cues, as in real subtitles.
 
-It is translated by the shipped model (`nmt.documents.subtitles`) both ways:
+It is translated by the shipped model (`documents.subtitles`) both ways:
 sentences over cues translated whole and split back over their cues by the
 word alignment (`merge_cues=True`, the default), and cue by cue
 (`merge_cues=False`). Each line's cues are re-joined (line breaks as
@@ -40,14 +40,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.inputs import add_model_and_data_arguments, machine  # noqa: E402
-from nmt.constants import DEFAULT_BATCH_SIZE  # noqa: E402
-from nmt.documents.sentences import translate_documents  # noqa: E402
-from nmt.documents.subtitles import (  # noqa: E402
+from bench.support.inputs import add_model_and_data_arguments, machine  # noqa: E402
+from documents.sentences import translate_documents  # noqa: E402
+from documents.subtitles import (  # noqa: E402
     SubtitleOptions,
     read_subtitles,
     translate_subtitles,
 )
+from nmt.constants import DEFAULT_BATCH_SIZE  # noqa: E402
 from nmt.evaluation.metrics import corpus_scores  # noqa: E402
 
 SETS = ("newsdiscusstest2015", "multi30k-test2017-flickr")

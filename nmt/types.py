@@ -138,7 +138,7 @@ def dataclass_from_dict(cls: type[_Dataclass], values: Mapping[str, Any] | None,
 
 @dataclasses.dataclass(frozen=True)
 class AppliedTerm:
-    """A glossary entry written into a translation (`nmt.documents.terminology`).
+    """A glossary entry written into a translation (`documents.terminology`).
 
     Attributes:
         source: the entry's source term, as written in the glossary.
@@ -147,7 +147,7 @@ class AppliedTerm:
         source_span: `(start, end)` of the term in the source.
         target_span: `(start, end)` of what was written in the translation.
         placement: how its place was found: `found`, `aligned`, `neighbour`
-            or `copied` (`nmt.documents.terminology.PLACEMENTS`).
+            or `copied` (`documents.terminology.PLACEMENTS`).
     """
 
     source: str
@@ -189,7 +189,7 @@ class Hypothesis:
         piece_scores: per target piece, its log-probability given the source
             and the pieces before it, shape `(T,)`; None as `word_scores`.
         applied_terms: the glossary terms written into `text`, in source
-            order (`nmt.documents.terminology.apply_glossary`); () without a
+            order (`documents.terminology.apply_glossary`); () without a
             glossary.
     """
 
@@ -260,7 +260,7 @@ class Translation:
 
 @dataclasses.dataclass(frozen=True)
 class TranslatedSentence:
-    """One sentence of a translated document (`nmt.documents`, the clients).
+    """One sentence of a translated document (`documents`, the clients).
 
     Attributes:
         source_span: `(start, end)` of the sentence in the document as given.
@@ -286,10 +286,10 @@ class DocumentTranslation:
         sentences: per sentence, its spans and result, in order.
         link_spans: every word link as `(source_span, target_span)`: the
             source word's characters in `source`, the target word's in `text`
-            (see `nmt.documents.offsets`).
+            (see `documents.offsets`).
         applied_terms: the glossary terms written into the best translation
             of every sentence, source spans on `source`, target spans on `text`
-            (`nmt.documents.terminology.apply_glossary_to_documents`); () without
+            (`documents.terminology.apply_glossary_to_documents`); () without
             a glossary.
     """
 

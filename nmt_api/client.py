@@ -79,7 +79,7 @@ DOCUMENT_FORMATS = {name.removeprefix("TEXT_FORMAT_").lower(): value
 
 
 # What `glossary=` takes: a server glossary's name, entries ((source, target) pairs,
-# {"source", "target"} mappings, an `nmt.documents.glossary.Glossary`), or a `Glossary` message.
+# {"source", "target"} mappings, an `documents.glossary.Glossary`), or a `Glossary` message.
 GlossaryArg = str | Iterable[Any] | Any
 
 
@@ -173,7 +173,7 @@ class TranslationClient:
                 (`TranslateRequest.glossary`, docs/glossaries.md): a server
                 glossary's name (`list_glossaries`), `(source, target)` pairs or
                 `{"source": ..., "target": ...}` mappings (at most the server's
-                `max_glossary_entries`), an `nmt.documents.glossary.Glossary`
+                `max_glossary_entries`), an `documents.glossary.Glossary`
                 (e.g. `Glossary.read("terms.tsv")`), or a `Glossary` message
                 (entries and a name together). None: no glossary.
             glossary_exact_case: match terms only as written; None: the

@@ -258,7 +258,7 @@ def glossary_to_proto(glossary, exact_case: bool | None = None) -> object:
     - a name (`str`): a server glossary, `glossary_id`;
     - entries: `(source, target)` pairs, `{"source": ..., "target": ...}` mappings,
       or anything with `entries` (and `exact_case`), e.g. an
-      `nmt.documents.glossary.Glossary`;
+      `documents.glossary.Glossary`;
     - a `Glossary` message (inline entries and a name together), as it is.
 
     Args:

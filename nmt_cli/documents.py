@@ -3,7 +3,7 @@
 Each input line is one document (or one pair); each gives one output line,
 blank lines included. All sentences of a batch of lines go to the model in
 one call. A glossary (`--glossary`) is applied to each sentence before the
-document is joined (`nmt.documents.glossary_documents`): here in-process, by
+document is joined (`documents.glossary_documents`): here in-process, by
 the server with `--server`.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
-from nmt.documents.glossary_documents import apply_glossary_to_documents
-from nmt.documents.markup import DOCUMENT_FORMATS, plan_document, plan_projection
-from nmt.documents.sentences import join_documents, sentences_of
+from documents.glossary_documents import apply_glossary_to_documents
+from documents.markup import DOCUMENT_FORMATS, plan_document, plan_projection
+from documents.sentences import join_documents, sentences_of
 from nmt.options import client_decode_options, decode_options
 
 
@@ -36,15 +36,15 @@ def translate_lines(lines: Sequence[str], format: str,
         format: `text`, `html` or `xml`.
         translate: sentences -> results with `.text` and `.word_alignment`.
         batch_size: documents per translator call.
-        placeholders: give placeholders back exactly (`nmt.documents.placeholders`).
-        glossary: an `nmt.documents.glossary.Glossary` to apply to each sentence's
+        placeholders: give placeholders back exactly (`documents.placeholders`).
+        glossary: an `documents.glossary.Glossary` to apply to each sentence's
             result; None when there is none, or `translate` applies it (a server).
 
     Yields:
         One translated line per input line.
 
     Raises:
-        nmt.documents.markup.MarkupError: a line's markup is malformed (the message
+        documents.markup.MarkupError: a line's markup is malformed (the message
             gives its line number).
     """
     for start in range(0, len(lines), batch_size):

@@ -8,7 +8,7 @@ OUT, so OUT is either the old file or the whole new one. The input is read
 and checked before the model loads, so a wrong file fails at once. With
 `--server HOST:PORT` the server's TranslateFile RPC reads, checks and
 translates it (`nmt_api.client`), and OUT and the summary line are the same.
-Reading and summing up a file is `nmt.documents.file_formats`, shared with the server.
+Reading and summing up a file is `documents.file_formats`, shared with the server.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import sys
 import time
 from pathlib import Path
 
+from documents.file_formats import FILE_FORMATS, FileSettings, format_of, read_file
 from nmt.atomic_write import write_atomically  # (nmt_cli.keys imports it from here too)
 from nmt.constants import DEFAULT_BATCH_SIZE
-from nmt.documents.file_formats import FILE_FORMATS, FileSettings, format_of, read_file
 from nmt.options import (
     DEFAULT_MODEL_DIR,
     add_decode_options,
@@ -82,7 +82,7 @@ def add_translate_file_parser(sub) -> None:
 
 
 def file_format(path: Path, given: str | None) -> str:
-    """`given`, else the format IN's extension names (`nmt.documents.file_formats.format_of`).
+    """`given`, else the format IN's extension names (`documents.file_formats.format_of`).
 
     Raises:
         ValueError: no `given` format and an extension no format has.
@@ -136,7 +136,7 @@ def _in_process(args, data: bytes, name: str, format: str,
     """`(OUT's bytes, summary, seconds)`; IN is read and checked before the model loads."""
     run = read_file(format, data, name, _settings(args))
 
-    from nmt.documents.terminology import translating_with_glossary
+    from documents.terminology import translating_with_glossary
     from nmt.inference.translator import Translator
 
     translator = Translator.load(args.model, args.precision)

@@ -29,7 +29,7 @@ def read_glossary_option(args: argparse.Namespace):
         if args.glossary_exact_case and args.glossary_id is None:
             raise ValueError("--glossary-exact-case goes with --glossary FILE (or --glossary-id)")
         return None
-    from nmt.documents.glossary import Glossary
+    from documents.glossary import Glossary
 
     return Glossary.read(args.glossary, exact_case=args.glossary_exact_case)
 

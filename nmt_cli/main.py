@@ -269,7 +269,7 @@ def _translate(args) -> int:
                                        keep_placeholders=args.placeholders,
                                        **_link_options(args), **server_glossary(args, glossary))
     else:
-        from nmt.documents.protection import translate_protected
+        from documents.protection import translate_protected
         from nmt.inference.translator import Translator
 
         translator = Translator.load(args.model, args.precision)
@@ -278,7 +278,7 @@ def _translate(args) -> int:
             sentences, lambda read: translator.translate(read, options, **_link_options(args)),
             enabled=args.placeholders)
         if glossary is not None:
-            from nmt.documents.terminology import apply_glossary
+            from documents.terminology import apply_glossary
 
             results = [apply_glossary(r, glossary)[0] for r in results]
     _print_translations(results, args.alignment)

@@ -2,7 +2,7 @@
 
 A file is read whole (`read_upload`: the header first, then its bytes, up to
 `Limits.max_file_bytes`), then `FileJob` reads, translates and writes it with
-`nmt.documents.file_formats`, as `nmt translate-file` does. Reading and writing a
+`documents.file_formats`, as `nmt translate-file` does. Reading and writing a
 file is CPU work and synchronous, so it runs in a worker thread of the job's
 executor, never on the event loop; each call of the format's `translate` in that
 thread runs a coroutine on the loop (`asyncio.run_coroutine_threadsafe`) that sends
@@ -23,8 +23,8 @@ import dataclasses
 import threading
 from collections.abc import AsyncIterable, Iterator
 
-from nmt.documents.file_formats import MEDIA_TYPES, FileResult, read_file, translated_name
-from nmt.documents.terminology import translating_with_glossary
+from documents.file_formats import MEDIA_TYPES, FileResult, read_file, translated_name
+from documents.terminology import translating_with_glossary
 from nmt_api import protos
 from serving.batching import Batcher
 from serving.errors import InvalidArgument, LimitExceeded

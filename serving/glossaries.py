@@ -1,7 +1,7 @@
 """Named glossaries (`nmt serve --glossaries DIR`), and the glossary each request asks for.
 
 The directory holds glossary files, `*.tsv` or `*.csv` (the format of
-`nmt.documents.glossary`); each is a glossary named after its file without the
+`documents.glossary`); each is a glossary named after its file without the
 extension (`medical.tsv` -> `medical`), which a request chooses with
 `Glossary.glossary_id` and `ListGlossaries` lists. `refresh()` (at start,
 then at every poll of the server) reads the files that are new or changed:
@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-from nmt.documents.glossary import FILE_FORMATS, Glossary, GlossaryError
+from documents.glossary import FILE_FORMATS, Glossary, GlossaryError
 from serving.errors import InvalidArgument, NotFound
 from serving.validation import GlossaryRequest
 

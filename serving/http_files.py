@@ -22,7 +22,7 @@ from aiohttp import BodyPartReader, hdrs, web
 from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
 
-from nmt.documents.file_formats import FILE_FORMATS
+from documents.file_formats import FILE_FORMATS
 from nmt_api import protos
 from serving.calls import Call
 from serving.errors import InvalidArgument, LimitExceeded

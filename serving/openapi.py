@@ -20,8 +20,8 @@ from pathlib import Path
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from nmt.documents.file_formats import MEDIA_TYPES
-from nmt.documents.glossary import MAX_TERM_CHARS
+from documents.file_formats import MEDIA_TYPES
+from documents.glossary import MAX_TERM_CHARS
 from nmt_api import protos
 from serving.calls import MAX_HEADER_BYTES, MAX_HEADERS, MAX_REQUEST_ID_CHARS
 

@@ -1,12 +1,12 @@
 """`nmt.v1.TranslationService`: proto in, `Batcher`/`ModelStore` call, proto out.
 
-Documents (`TranslateRequest.format`) are split into sentences (`nmt.documents.markup.
+Documents (`TranslateRequest.format`) are split into sentences (`documents.markup.
 plan_document`, in a worker thread: parsing is CPU work), their sentences
 queued in the batcher like any others, and joined again. Placeholders
 (`TranslateRequest.keep_placeholders`, on unless a request turns them off) are
 taken out of what the model reads and put back the same way: in sentences by
-`nmt.documents.protection`, in documents by their plans. Align pairs with a
-format (`AlignRequest.format`) are planned with `nmt.documents.markup.plan_projection`
+`documents.protection`, in documents by their plans. Align pairs with a
+format (`AlignRequest.format`) are planned with `documents.markup.plan_projection`
 and their tags put onto the given targets the same way. A request's glossary
 (`TranslateRequest.glossary`, found by `serving.glossaries.GlossaryStore`) is
 applied to the translations the batcher returns, after the placeholders are
@@ -25,12 +25,12 @@ import concurrent.futures
 
 import grpc
 
+from documents.glossary_documents import apply_glossary_to_documents
+from documents.markup import MarkupError, plan_document, plan_projection
+from documents.protection import protect
+from documents.sentences import join_documents, sentences_of
+from documents.terminology import apply_glossary
 from nmt.alignment import word_links
-from nmt.documents.glossary_documents import apply_glossary_to_documents
-from nmt.documents.markup import MarkupError, plan_document, plan_projection
-from nmt.documents.protection import protect
-from nmt.documents.sentences import join_documents, sentences_of
-from nmt.documents.terminology import apply_glossary
 from nmt.types import DecodeOptions
 from nmt_api import convert, protos
 from nmt_api.protos import SERVICE_NAME

@@ -12,10 +12,10 @@ from collections.abc import Callable
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message, message_factory
 
+from documents.file_formats import FileSettings, format_of
+from documents.glossary import MAX_ENTRIES
 from nmt.alignment import word_links
 from nmt.constants import DEFAULT_MAX_CHARS
-from nmt.documents.file_formats import FileSettings, format_of
-from nmt.documents.glossary import MAX_ENTRIES
 from nmt.types import DecodeOptions, options_over
 from serving.errors import InvalidArgument, LimitExceeded
 
@@ -40,7 +40,7 @@ class Limits:
         max_message_bytes: size of one request message (enforced by gRPC).
         max_beam_size: largest `beam_size` accepted.
         max_glossary_entries: inline glossary entries per request
-            (`Glossary.entries`), at most `nmt.documents.glossary.MAX_ENTRIES`;
+            (`Glossary.entries`), at most `documents.glossary.MAX_ENTRIES`;
             larger glossaries go on the server (`--glossaries`).
         max_file_bytes: size of one file for `TranslateFile` (and `POST
             /v1/files:translate`).
@@ -102,9 +102,9 @@ class ParsedRequest:
     """A validated request: what the batcher and the response builder need.
 
     `format` is None for sentences, else what the entries of `sentences` are
-    (a document format of `nmt.documents.markup.DOCUMENT_FORMATS`);
+    (a document format of `documents.markup.DOCUMENT_FORMATS`);
     `keep_placeholders` whether placeholders come back exactly
-    (`nmt.documents.protection`; unset in the request: true); `glossary`
+    (`documents.protection`; unset in the request: true); `glossary`
     the request's glossary, None for none (unset, or no entry and no name).
     """
 

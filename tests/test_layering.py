@@ -1,10 +1,10 @@
 """Dependencies between the project's packages point one way.
 
-From the bottom up: the model library `nmt`; the wire API `nmt_api`; the
-applications `serving`, `batch` and `training`; on top the `nmt` command
-(`nmt_cli`) and the benchmarks (`bench/`). Every import statement of every
-module is read with `ast`, at module level and inside functions, and
-`importlib.import_module("...")` calls with a literal name too.
+From the bottom up: the model library `nmt`; the plain-Python text work around it
+(`documents`) and the wire API `nmt_api`; the applications `serving`, `batch` and
+`training`; on top the `nmt` command (`nmt_cli`) and the benchmarks (`bench/`). Every
+import statement of every module is read with `ast`, at module level and inside
+functions, and `importlib.import_module("...")` calls with a literal name too.
 """
 
 from __future__ import annotations
@@ -21,12 +21,14 @@ REPO = Path(__file__).resolve().parents[1]
 # Which packages of the project each package may import (itself always).
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "nmt": frozenset(),
+    "documents": frozenset({"nmt"}),  # nmt's plain-Python core only, see PLAIN_CORE_OF_NMT
     "nmt_api": frozenset({"nmt"}),  # nmt.types only, see NMT_API_MAY_IMPORT_FROM_NMT
-    "serving": frozenset({"nmt", "nmt_api"}),
-    "batch": frozenset({"nmt", "nmt_api"}),
-    "training": frozenset({"nmt"}),
-    "nmt_cli": frozenset({"nmt", "nmt_api", "serving", "batch", "training"}),
-    "bench": frozenset({"nmt", "nmt_api", "serving", "batch", "training"}),
+    "serving": frozenset({"nmt", "documents", "nmt_api"}),
+    "batch": frozenset({"nmt", "documents", "nmt_api"}),
+    # training.corpus.sources.po reads PO catalogues with the documents' PO reader.
+    "training": frozenset({"nmt", "documents"}),
+    "nmt_cli": frozenset({"nmt", "documents", "nmt_api", "serving", "batch", "training"}),
+    "bench": frozenset({"nmt", "documents", "nmt_api", "serving", "batch", "training"}),
 }
 # The middle packages (serving, batch, training) import none of each other but for the
 # pairs below. An import between two of them that is genuinely needed goes here, as
@@ -39,6 +41,9 @@ ALLOWED_BETWEEN_APPLICATIONS: frozenset[tuple[str, str]] = frozenset({
 # The wire API installs without the model stack: of `nmt` it uses the plain types only.
 NMT_API_MAY_IMPORT_FROM_NMT = ("nmt.types",)
 NOT_IN_NMT_API = ("tensorflow", "tensorflow_text", "keras")
+# Text and file handling needs no model: of `nmt` it uses the plain-Python core only.
+PLAIN_CORE_OF_NMT = ("nmt.types", "nmt.constants")
+NOT_IN_DOCUMENTS = ("tensorflow", "tensorflow_text", "keras", "jax", "torch")
 PROJECT = frozenset(MAY_IMPORT)
 
 
@@ -95,6 +100,11 @@ def _violations(path: Path) -> list[str]:
                             f"{', '.join(NMT_API_MAY_IMPORT_FROM_NMT)} of nmt")
         if owner == "nmt_api" and root in NOT_IN_NMT_API:
             problems.append(f"{where}:{line}: imports {name}; nmt_api must not need {root}")
+        if owner == "documents" and root == "nmt" and not name.startswith(PLAIN_CORE_OF_NMT):
+            problems.append(f"{where}:{line}: imports {name}; documents may use only "
+                            f"{', '.join(PLAIN_CORE_OF_NMT)} of nmt")
+        if owner == "documents" and root in NOT_IN_DOCUMENTS:
+            problems.append(f"{where}:{line}: imports {name}; documents must not need {root}")
     return problems
 
 
@@ -119,6 +129,7 @@ def test_imports_point_down(path):
 
 @pytest.mark.parametrize("module", [
     "nmt_api.client", "nmt_api.healthcheck", "nmt_cli.main", "batch.engines",
+    "documents.file_formats", "documents.terminology",
 ])
 def test_importing_does_not_load_tensorflow(module):
     """Clients need no TensorFlow; the CLI silences TensorFlow's logs before it loads."""

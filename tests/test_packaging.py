@@ -21,7 +21,7 @@ import pytest
 from nmt_cli.extras import distribution_of, extra_distributions
 
 REPO = Path(__file__).resolve().parents[1]
-PROJECT = ("nmt", "nmt_api", "serving", "batch", "training", "nmt_cli")
+PROJECT = ("nmt", "documents", "nmt_api", "serving", "batch", "training", "nmt_cli")
 # Role -> (modules it runs, whether imports inside functions count). The client's commands
 # import the model stack inside functions, behind `--server`, so only its module-level
 # imports must be the bare install's; the other roles own every import of their package.
@@ -143,3 +143,13 @@ def test_the_build_step_and_dev_generate_with_the_same_grpcio_tools():
     if generated.exists():  # built by the editable install or `python -m nmt_api.protos`
         stated = re.search(r"GRPC_GENERATED_VERSION = '([^']+)'", generated.read_text())
         assert stated.group(1) == build, "regenerate: python -m nmt_api.protos"
+
+
+@pytest.mark.parametrize("dockerfile", ["Dockerfile", "Dockerfile.train"])
+def test_the_images_copy_every_package(dockerfile):
+    packages = {name for name in pyproject()["tool"]["setuptools"]["packages"]["find"]["include"]
+                if "." not in name}
+    text = (REPO / "docker" / dockerfile).read_text(encoding="utf-8")
+    copied = set(re.findall(r"^COPY (\w+)/ \1/$", text, flags=re.MULTILINE))
+
+    assert packages <= copied, f"docker/{dockerfile} does not copy {sorted(packages - copied)}"

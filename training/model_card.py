@@ -251,6 +251,29 @@ def _weights_text(metadata: dict) -> str:
     return "the checkpoint with the best dev BLEU"
 
 
+def _chain_line(stages: Sequence[Stage]) -> list[str]:
+    """The whole chain in one line (runs, steps, hours, epochs, hardware), before its runs:
+    the last run alone (often a head's half hour) is not the model's training."""
+    recorded = [stage.summary for stage in stages if "steps" in stage.summary]
+    if len(stages) < 2 or not recorded:
+        return []
+    hours = sum(summary.get("train_seconds", 0) for summary in recorded) / 3600
+    machines = list(dict.fromkeys(_machine(summary) for summary in recorded))
+    epochs = max(summary.get("epochs_completed", 0) for summary in recorded)
+    seen = ("no run completed a full epoch of its corpus" if epochs == 0 else
+            f"at most {_epochs(epochs)} of its corpus in one run")
+    unknown = len(stages) - len(recorded)
+    missing = f" ({unknown} of them not recorded)" if unknown else ""
+    return [f"- In all: {len(stages)} runs{missing}, "
+            f"{sum(summary['steps'] for summary in recorded):,} steps in {hours:.1f} hours of "
+            f"wall clock on {' and '.join(machines)}; {seen}."]
+
+
+def _last_run(stages: Sequence[Stage]) -> str:
+    """`The last run, `name`: ` before the exported run's own figures, in a chain."""
+    return f"The last run, `{stages[-1].name}`: " if len(stages) > 1 else ""
+
+
 def _stage_lines(stages: Sequence[Stage], metadata: dict) -> list[str]:
     """A line per run of a chain of more than one, oldest first."""
     if len(stages) < 2:
@@ -395,11 +418,13 @@ def render(run: Path, evaluation: dict, export: Path, note: str = "",
         "",
         "## Training",
         "",
-        f"- {summary['steps']:,} steps ({_epochs(summary['epochs_completed'])}), "
+        *_chain_line(stages),
+        *_stage_lines(stages, metadata),
+        f"- {_last_run(stages)}{summary['steps']:,} steps "
+        f"({_epochs(summary['epochs_completed'])}), "
         f"{minutes:.0f} minutes of wall clock on {_machine(summary)}, "
         f"TensorFlow {summary['tensorflow']}, Python {summary['python']}."
         + (f" {note}" if note else ""),
-        *_stage_lines(stages, metadata),
         *_warm_start(summary, start),
         *([] if _frozen_head(summary) else [_guidance(summary)]),  # the head's line says it
         *_head(summary, model, minutes, metadata.get("word_links", "argmax"), start, upstream),

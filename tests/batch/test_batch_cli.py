@@ -46,8 +46,8 @@ def test_batch_writes_jsonl_and_text(tmp_path, tiny_model_dir, tiny_pairs):
 
 
 def test_batch_translates_documents_with_their_markup(tmp_path, tiny_model_dir):
-    from nmt.documents.markup import plan_document
-    from nmt.documents.sentences import join_documents, sentences_of
+    from documents.markup import plan_document
+    from documents.sentences import join_documents, sentences_of
     from nmt.inference.translator import Translator
     from nmt.types import DecodeOptions
 

@@ -14,7 +14,7 @@ from batch.options import (
     read_glossary,
 )
 from batch.readers import InputFormat
-from nmt.documents.glossary import GlossaryError
+from documents.glossary import GlossaryError
 from nmt.options import decode_options
 from nmt.types import DecodeOptions
 

@@ -17,8 +17,8 @@ from batch.beam_files import (
     main,
     relative_to,
 )
-from nmt.documents.file_formats import FileSettings
-from nmt.documents.glossary import Glossary
+from documents.file_formats import FileSettings
+from documents.glossary import Glossary
 
 PO = 'msgid ""\nmsgstr ""\n\nmsgid "Open the file"\nmsgstr ""\n'
 FILES = {"app/messages.po": PO, "docs/guide.md": "# Saving\n\nClick *Save* now.\n",

@@ -11,7 +11,7 @@ from batch.beam_pipeline import (
     source_length,
     split_output,
 )
-from nmt.documents.glossary import Glossary
+from documents.glossary import Glossary
 
 
 @pytest.mark.parametrize("output, expected", [

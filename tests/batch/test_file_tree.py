@@ -13,8 +13,8 @@ import pytest
 from batch_fakes import FakeEngine
 
 from batch.file_tree import JOB_FILE, TreeConfig, find_files, translate_tree
-from nmt.documents.file_formats import FileSettings
-from nmt.documents.glossary import Glossary
+from documents.file_formats import FileSettings
+from documents.glossary import Glossary
 
 PO = ('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
       'msgid "Open the file"\nmsgstr ""\n')

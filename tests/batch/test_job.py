@@ -8,7 +8,7 @@ from batch_fakes import FakeEngine
 from batch.checkpoint import PartialOutput
 from batch.job import JobConfig, run_job
 from batch.readers import InputFormat
-from nmt.documents.glossary import Glossary
+from documents.glossary import Glossary
 
 LINES = [
     "a rather long sentence of seven words", "short", "", "medium size line", "\udcff",

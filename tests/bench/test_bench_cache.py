@@ -1,5 +1,5 @@
-"""`bench/cache.py` and `bench/cache_workloads.py`: the Zipf draws and their repeat rate, the
-workloads on tiny files, the clients' loop with a fake sender, /metrics parsing, the table
+"""`bench/cache.py` and `bench/support/cache_workloads.py`: the Zipf draws and their repeat
+rate, the workloads on tiny files, the clients' loop with a fake sender, /metrics parsing, the table
 (no server)."""
 
 import asyncio
@@ -25,7 +25,8 @@ from bench.cache import (
     small_cache_mb,
     table_lines,
 )
-from bench.cache_workloads import (
+from bench.soak import MB
+from bench.support.cache_workloads import (
     DOCUMENTS,
     SENTENCES,
     Request,
@@ -38,7 +39,6 @@ from bench.cache_workloads import (
     zipf_draws,
     zipf_probabilities,
 )
-from bench.soak import MB
 from serving.metrics import ServingMetrics
 from serving.testing import scrape_metrics
 

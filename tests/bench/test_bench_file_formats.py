@@ -28,10 +28,10 @@ from bench.file_formats import (
     runs,
     table,
 )
-from nmt.documents.file_formats import FileSettings, format_of, read_file
-from nmt.documents.sentences import split_document
+from documents.file_formats import FileSettings, format_of, read_file
+from documents.sentences import split_document
 from nmt.types import DecodeOptions
-from tests.nmt.documents.helpers import Recorder, shouting
+from tests.documents.helpers import Recorder, shouting
 
 COUNT = 60  # sentences in each test file: every block kind of every format at least once
 

@@ -1,4 +1,4 @@
-"""`bench/soak.py` and `bench/soak_mix.py`: the request mix, how answers are judged, phases,
+"""`bench/soak.py` and `bench/support/soak_mix.py`: the request mix, how answers are judged, phases,
 the memory growth fit and the report's inputs, with fakes (no server)."""
 
 import json
@@ -21,7 +21,7 @@ from bench.soak import (
     split_phases,
     write_csv,
 )
-from bench.soak_mix import (
+from bench.support.soak_mix import (
     BAD_BEAM,
     BATCH_SENTENCES,
     INTENDED,
@@ -106,7 +106,7 @@ def test_http_bodies_are_proto_json_and_malformed_json_is_not_json():
 
 
 def test_malformed_json_is_cut_between_characters_so_it_stays_utf8():
-    from bench.soak_mix import Request
+    from bench.support.soak_mix import Request
 
     for sentence in ("Où est la gare ?", "«é»" * 7, "ééééé"):
         body = http_body(Request("malformed_json", (sentence,)))[1]
@@ -118,7 +118,7 @@ def test_malformed_json_is_cut_between_characters_so_it_stays_utf8():
 def test_texts_come_from_the_files_else_from_the_built_in_lists(tmp_path):
     texts, where = load_texts(tmp_path / "none.en", tmp_path / "none.en", 1000)
     assert (texts.sentences, texts.pairs, texts.repeats) == (SENTENCES, PAIRS, UI_STRINGS)
-    assert "built" not in where and "bench/soak_mix.py" in where
+    assert "built" not in where and "bench/support/soak_mix.py" in where
     (tmp_path / "s.en").write_text("Short one.\n\n" + "x" * 50 + "\n", encoding="utf-8")
     (tmp_path / "p.en").write_text("Hi.\nA dog runs.\n", encoding="utf-8")
     (tmp_path / "p.fr").write_text("Salut.\nUn chien court.\n", encoding="utf-8")
@@ -275,7 +275,7 @@ def test_the_http_sender_reads_codes_from_error_bodies_and_survives_no_answer():
 
     from aiohttp import web
 
-    from bench.soak_mix import HttpSender, Request
+    from bench.support.soak_mix import HttpSender, Request
     from serving.testing import free_port
 
     async def translate(request: web.Request) -> web.Response:

@@ -3,8 +3,8 @@
 import pytest
 
 from bench.subtitles import Memo, cue_words, main, rejoined, run, subtitle_file, wrapped
-from nmt.documents.sentences import TextLinks
-from nmt.documents.subtitles import read_subtitles
+from documents.sentences import TextLinks
+from documents.subtitles import read_subtitles
 
 LINES = ["The cat sleeps.", "Tom & Jerry walked to the harbour every single morning of the "
          "long summer", "and nobody <3 saw them there again, not even once."]

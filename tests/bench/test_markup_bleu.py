@@ -3,7 +3,7 @@
 import pytest
 
 from bench.markup_bleu import compare, main, read_set, strip_tags
-from nmt.documents.sentences import TextLinks
+from documents.sentences import TextLinks
 
 PAIRS = [
     ('Press <g id="1">OK</g> to <x id="2"/>continue.', 'Appuyez sur <g id="1">OK</g> pour '

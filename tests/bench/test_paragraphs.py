@@ -11,7 +11,7 @@ from bench.paragraphs import (
     mix_references,
     paragraphs,
 )
-from nmt.documents.sentences import TextLinks
+from documents.sentences import TextLinks
 
 LINES = ["A dog runs on the beach", "I am hungry.", "Where is the station?",
          "Two men are talking", "It is late.", "See you tomorrow!", "The cat sleeps."]

@@ -12,8 +12,8 @@ from bench.po_files import (
     run_file,
     structure,
 )
-from nmt.documents.po import PoOptions
-from nmt.documents.sentences import TextLinks
+from documents.po import PoOptions
+from documents.sentences import TextLinks
 
 DOCS = r'''msgid ""
 msgstr ""

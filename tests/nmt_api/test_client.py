@@ -165,8 +165,8 @@ DOCUMENTS = ["Hello. How are you today?\n\nThe cat is black.", "Click <b>Save</b
 
 
 def _same_documents(served, direct, formats):
-    from nmt.documents.markup import plan_document
-    from nmt.documents.sentences import join_documents, sentences_of
+    from documents.markup import plan_document
+    from documents.sentences import join_documents, sentences_of
     from nmt.types import DocumentTranslation
 
     for document, source, format in zip(served, DOCUMENTS, formats, strict=True):
@@ -203,8 +203,8 @@ PLAIN = ["Cliquez sur Enregistrer maintenant.", ""]
 
 
 def _same_projections(served, direct, format):
-    from nmt.documents.markup import plan_projection
-    from nmt.documents.sentences import join_documents, sentences_of
+    from documents.markup import plan_projection
+    from documents.sentences import join_documents, sentences_of
 
     plans = [plan_projection(s, t, format) for s, t in zip(TAGGED, PLAIN, strict=True)]
     targets = [target for plan in plans for target in plan.targets]
@@ -239,7 +239,7 @@ PLACEHOLDERS = ["Hello %s, you have {0} new messages.", "Hello."]
 
 
 def test_placeholders_come_back_as_the_protection_module_gives_them(server, direct):
-    from nmt.documents.protection import translate_protected
+    from documents.protection import translate_protected
 
     def in_process(sentences):
         return direct.translate(sentences, OPTIONS)

@@ -6,7 +6,7 @@ import types
 import numpy as np
 import pytest
 
-from nmt.documents.glossary import Glossary
+from documents.glossary import Glossary
 from nmt.types import (
     AppliedTerm,
     DecodeOptions,

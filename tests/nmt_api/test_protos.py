@@ -89,7 +89,7 @@ def test_proto_comments_state_the_decode_options_defaults():
 
 
 def test_the_file_formats_are_those_of_the_documents_library():
-    from nmt.documents.file_formats import FILE_FORMATS
+    from documents.file_formats import FILE_FORMATS
 
     pb2, _ = protos.load()
     names = [name for name, value in pb2.FileFormat.items() if value]

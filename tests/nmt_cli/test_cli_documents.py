@@ -4,8 +4,8 @@ import io
 import sys
 import types
 
-from nmt.documents.markup import _parse
-from nmt.documents.sentences import TextLinks
+from documents.markup import _parse
+from documents.sentences import TextLinks
 from nmt.types import DecodeOptions
 from nmt_cli import main as cli
 from nmt_cli.documents import project_lines, translate_lines

@@ -14,7 +14,7 @@ import pytest
 from nmt.types import DecodeOptions
 from nmt_cli import main as cli
 from nmt_cli.files import file_format, write_atomically
-from tests.nmt.documents.helpers import shouting
+from tests.documents.helpers import shouting
 
 TEMPLATE = r'''# Messages of a small example program.
 #, fuzzy

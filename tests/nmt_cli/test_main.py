@@ -50,7 +50,7 @@ def test_translate_n_best_lists_ranked_hypotheses(tiny_model_dir, capsys):
 
 
 def test_translate_gives_placeholders_back_exactly_unless_told_not_to(tiny_model_dir, capsys):
-    from nmt.documents.placeholders import find_placeholders
+    from documents.placeholders import find_placeholders
 
     sentence = "Hello %s, you have {0} new messages."
     model = ["translate", "--model", str(tiny_model_dir), "--beam-size", "1"]

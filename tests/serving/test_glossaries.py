@@ -13,8 +13,8 @@ import grpc
 import pytest
 from prometheus_client import CollectorRegistry
 
-from nmt.documents.glossary import Glossary
-from nmt.documents.terminology import PLACEMENTS
+from documents.glossary import Glossary
+from documents.terminology import PLACEMENTS
 from nmt.types import DecodeOptions
 from nmt_api import protos
 from nmt_api.client import AsyncTranslationClient, TranslationClient

@@ -529,9 +529,9 @@ PAGE = "<p>Click <b>Save</b> now.</p><p>Thank you.</p>"
 
 
 def _in_process_documents(server, documents, format):
-    """What the server should answer: the translator's sentences, joined (nmt.documents)."""
-    from nmt.documents.markup import plan_document
-    from nmt.documents.sentences import join_documents, sentences_of
+    """What the server should answer: the translator's sentences, joined (documents)."""
+    from documents.markup import plan_document
+    from documents.sentences import join_documents, sentences_of
 
     plans = [plan_document(document, format) for document in documents]
     results = server.server.store.translator.inner.translate(sentences_of(plans), FAST)
@@ -588,7 +588,7 @@ def test_document_response_fields(stub):
 
 
 def test_placeholders_come_back_exactly_unless_the_request_turns_them_off(server, client):
-    from nmt.documents.placeholders import find_placeholders
+    from documents.placeholders import find_placeholders
 
     def placeholders(text):
         return sorted(p.text for p in find_placeholders(text))
@@ -706,9 +706,9 @@ PLAIN = ["Cliquez sur Enregistrer maintenant.", "", "Appuyez sur OK.", "Le chat 
 
 
 def _in_process_projections(server, sources, targets, format, **links):
-    """What the server should answer: the translator's alignments, joined (nmt.documents.markup)."""
-    from nmt.documents.markup import plan_projection
-    from nmt.documents.sentences import join_documents, sentences_of
+    """What the server should answer: the translator's alignments, joined (documents.markup)."""
+    from documents.markup import plan_projection
+    from documents.sentences import join_documents, sentences_of
 
     plans = [plan_projection(s, t, format) for s, t in zip(sources, targets, strict=True)]
     targets = [target for plan in plans for target in plan.targets]

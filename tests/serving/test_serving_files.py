@@ -325,7 +325,7 @@ class FakeBatcher:
 
 
 def _job(batcher, **limits):
-    from nmt.documents.file_formats import FileSettings
+    from documents.file_formats import FileSettings
     from nmt.types import DecodeOptions
     from serving.validation import ParsedFileHeader
 

@@ -5,7 +5,7 @@ translation a tool guessed and no translator has checked); the header,
 obsolete (`#~`) and untranslated messages give none. A plural message gives
 its singular (`msgid` with `msgstr[0]`) and its plural (`msgid_plural` with
 `msgstr[1]`, French having two forms), each when translated. Files are read
-with the parser of `nmt translate-file` (`nmt.documents.po.read_po`: the
+with the parser of `nmt translate-file` (`documents.po.read_po`: the
 header's charset, errors naming the line).
 """
 
@@ -15,7 +15,7 @@ import collections
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from nmt.documents.po import FUZZY, read_po
+from documents.po import FUZZY, read_po
 from training.corpus.sources.archive import iter_files
 
 
@@ -30,7 +30,7 @@ def po_pairs(data: bytes, name: str, origin: str,
         counts: gets `messages`, `untranslated`, `fuzzy` and `obsolete`.
 
     Raises:
-        nmt.documents.po.PoFileError: not a PO file.
+        documents.po.PoFileError: not a PO file.
     """
     for entry in read_po(data, name).catalog:
         if not entry.msgid:  # the header

@@ -1,0 +1,406 @@
+"""Glossaries: the user's own translations of terms, and where they occur in an English text.
+
+A glossary is a list of `source -> target` entries (`product key -> clé de
+produit`). It is read whole or refused: a bad row raises a `GlossaryError`
+naming the file, the line and what to change, never a half-loaded glossary.
+
+    glossary = Glossary.from_entries([("wash your hands", "se laver les mains"),
+                                      ("face mask", "masque")])   # or Glossary.read(path)
+    [(m.text, m.start, m.plural) for m in glossary.find("Wash your hands, wear face masks.")]
+    -> [("Wash your hands", 0, False), ("face masks", 22, True)]
+
+Files: UTF-8 (a byte-order mark is fine), one entry a line, `source<TAB>target`
+(`.csv` files: two comma-separated columns, quoted as spreadsheets write
+them). Blank lines and lines starting with `#` are skipped; a first row
+`source, target` (or `en, fr`, `english, french`) is a header and skipped
+too. Spaces around a term are dropped.
+
+Matching (`Glossary.find`):
+- on words: a term matches whole words of the text (`flu` not in `fluid`),
+  its words and punctuation in order, whatever the spacing (`COVID-19`
+  matches `COVID - 19` too); never inside a placeholder (`{name}`);
+- case-insensitive by default (`Glossary(exact_case=True)`: as written);
+- English plurals of the term's last word: `-s`, `-es`, `-y` -> `-ies`
+  (`inflect=False`: as written only); an entry written in the plural beats
+  the plural of another;
+- longest match first (in characters; equal lengths: the leftmost), never
+  overlapping: with `clinical trial` and `trial`, `clinical trial design`
+  gives one match.
+
+An entry whose target is its source (`Firefox -> Firefox`) says: do not
+translate (`GlossaryEntry.keep`).
+
+How the targets are put into a translation is `documents.terminology`.
+Nothing here imports TensorFlow.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from documents.placeholders import find_placeholders
+
+MAX_ENTRIES = 10_000  # entries per glossary
+MAX_TERM_CHARS = 200  # characters per source or target term
+HEADERS = frozenset({("source", "target"), ("en", "fr"), ("english", "french")})
+FILE_FORMATS = ("tsv", "csv")
+ENTRIES = "entries"  # what a `GlossaryError` names for a list of entries (not a file)
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")  # a word, or one punctuation character
+_TAG = re.compile(r"</?[A-Za-z][^<>]*>|<!--")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class GlossaryError(ValueError):
+    """A glossary that cannot be used; the message names where and what to change.
+
+    Attributes:
+        where: the file (or `entries` for a list given in a request).
+        line: the line of the file (or the entry's number, from 1), None for
+            the glossary as a whole.
+    """
+
+    def __init__(self, message: str, where: str = "glossary", line: int | None = None):
+        if line is None:
+            at = where
+        elif where == ENTRIES:
+            at = f"entry {line}"
+        else:
+            at = f"{where}, line {line}"
+        super().__init__(f"{at}: {message}")
+        self.where = where
+        self.line = line
+
+
+@dataclasses.dataclass(frozen=True)
+class GlossaryEntry:
+    """One term and its translation.
+
+    Attributes:
+        source: the English term as written in the glossary.
+        target: its French translation; the source itself: do not translate.
+    """
+
+    source: str
+    target: str
+
+    @property
+    def keep(self) -> bool:
+        """The term stays as written in the text (a brand, a product name)."""
+        return self.target == self.source
+
+
+@dataclasses.dataclass(frozen=True)
+class TermMatch:
+    """Where an entry occurs in a text.
+
+    Attributes:
+        entry: the glossary entry.
+        start, end: its characters, `text[start:end]`.
+        text: the text matched, as written there.
+        plural: matched as an English plural of the entry's last word.
+    """
+
+    entry: GlossaryEntry
+    start: int
+    end: int
+    text: str
+    plural: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class _Form:
+    """A way an entry is written: its tokens (the last one maybe inflected)."""
+
+    entry: GlossaryEntry
+    tokens: tuple[str, ...]
+    stem: int  # characters of the last token that are the entry's own (the rest: suffix)
+    plural: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Glossary:
+    """Entries, checked, and an index to find them in a text.
+
+    Build with `from_entries`, `read` or `parse`; they check every entry.
+
+    Attributes:
+        entries: the entries, in the order given (duplicates removed).
+        exact_case: match only as written (default: whatever the case).
+        inflect: match the English plurals of a term's last word too.
+    """
+
+    entries: tuple[GlossaryEntry, ...] = ()
+    exact_case: bool = False
+    inflect: bool = True
+    _index: dict = dataclasses.field(init=False, repr=False, compare=False)
+    _longest: int = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "entries", tuple(self.entries))
+        index: dict[tuple[str, ...], list[_Form]] = {}
+        for entry in self.entries:
+            if not isinstance(entry, GlossaryEntry):
+                raise TypeError(f"entries must be GlossaryEntry. Received: {entry!r}; "
+                                "use Glossary.from_entries for mappings or pairs")
+            tokens = tuple(_TOKEN.findall(entry.source))
+            index.setdefault(_key(tokens), []).insert(0, _Form(entry, tokens,
+                                                               len(tokens[-1]), False))
+            for form in _plurals(entry, tokens) if self.inflect else ():
+                index.setdefault(_key(form.tokens), []).append(form)
+        object.__setattr__(self, "_index", index)
+        object.__setattr__(self, "_longest", max((len(k) for k in index), default=0))
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @classmethod
+    def from_entries(cls, entries: Iterable[Mapping[str, Any] | Sequence[str] | GlossaryEntry],
+                     exact_case: bool = False, inflect: bool = True) -> Glossary:
+        """A glossary from `{"source": ..., "target": ...}` mappings or `(source, target)` pairs.
+
+        Raises:
+            GlossaryError: an entry is not a source and a target, or is bad
+                (see `read`); the message numbers entries from 1.
+        """
+        rows = []
+        for number, item in enumerate(entries, start=1):
+            if isinstance(item, GlossaryEntry):
+                item = (item.source, item.target)
+            if isinstance(item, Mapping):
+                extra = sorted(set(item) - {"source", "target"})
+                if extra or "source" not in item or "target" not in item:
+                    raise GlossaryError(f"an entry is {{\"source\": ..., \"target\": ...}}. "
+                                        f"Received keys: {sorted(item)}", ENTRIES, number)
+                item = (item["source"], item["target"])
+            if not isinstance(item, Sequence) or isinstance(item, str | bytes) or len(item) != 2:
+                raise GlossaryError(f"an entry is a source and a target. Received: {item!r}",
+                                    ENTRIES, number)
+            rows.append((number, item[0], item[1]))
+        return cls(_checked(rows, ENTRIES, allow_empty=True), exact_case, inflect)
+
+    @classmethod
+    def read(cls, path: str | os.PathLike, format: str | None = None,
+             exact_case: bool = False, inflect: bool = True) -> Glossary:
+        """Reads a glossary file (see the module docstring).
+
+        Args:
+            path: the file.
+            format: `tsv` or `csv`; None: `csv` for a `.csv` file, else `tsv`.
+
+        Raises:
+            FileNotFoundError: no file at `path`.
+            GlossaryError: a row is bad, or the file holds no entry or more
+                than `MAX_ENTRIES`.
+        """
+        path = Path(path)
+        if format is None:
+            format = "csv" if path.suffix.lower() == ".csv" else "tsv"
+        return cls.parse(path.read_bytes(), format, str(path), exact_case, inflect)
+
+    @classmethod
+    def parse(cls, data: bytes | str, format: str = "tsv", name: str = "glossary",
+              exact_case: bool = False, inflect: bool = True) -> Glossary:
+        """Parses the contents of a glossary file; `name` is the file's, for the messages.
+
+        Raises:
+            GlossaryError: as `read`.
+            ValueError: `format` is not one of `FILE_FORMATS`.
+        """
+        if format not in FILE_FORMATS:
+            raise ValueError(f"format must be one of {FILE_FORMATS}. Received: {format!r}")
+        lines = _lines(data, name)
+        rows = _csv_rows(lines, name) if format == "csv" else _tsv_rows(lines, name)
+        if rows and tuple(cell.strip().casefold() for cell in rows[0][1:]) in HEADERS:
+            rows = rows[1:]
+        return cls(_checked(rows, name), exact_case, inflect)
+
+    def merged(self, other: Glossary, exact_case: bool | None = None) -> Glossary:
+        """This glossary's entries and `other`'s, an entry of `other` replacing the one
+        here for the same term (case aside); `inflect` as here, `exact_case` as given
+        (None: as here). Entries are not checked again: both are checked already."""
+        replaced = {_entry_key(entry) for entry in other.entries}
+        entries = tuple(e for e in self.entries if _entry_key(e) not in replaced)
+        return Glossary(entries + other.entries,
+                        self.exact_case if exact_case is None else exact_case, self.inflect)
+
+    def find(self, text: str) -> list[TermMatch]:
+        """The entries occurring in `text`, in order (see the module docstring).
+
+        Returns:
+            Non-overlapping matches sorted by `start`; none outside words or
+            inside a placeholder.
+        """
+        if not self._index or not text:
+            return []
+        tokens = [(m.start(), m.end()) for m in _TOKEN.finditer(text)]
+        keys = [_fold(text[a:b]) for a, b in tokens]
+        found = []
+        for i in range(len(tokens)):
+            for length in range(min(self._longest, len(tokens) - i), 0, -1):
+                form = self._form(text, tokens[i:i + length], tuple(keys[i:i + length]))
+                if form is not None:
+                    found.append((tokens[i][0], tokens[i + length - 1][1], form))
+        return _longest_first(text, found)
+
+    def _form(self, text: str, tokens: list[tuple[int, int]], key: tuple[str, ...]
+              ) -> _Form | None:
+        """The first form of the index written as `tokens` (as written, in exact case)."""
+        for form in self._index.get(key, ()):
+            if not self.exact_case or _same_case(text, tokens, form):
+                return form
+        return None
+
+
+def _fold(token: str) -> str:
+    return token.casefold().replace("\u2019", "'")
+
+
+def _key(tokens: Sequence[str]) -> tuple[str, ...]:
+    return tuple(_fold(token) for token in tokens)
+
+
+def _entry_key(entry: GlossaryEntry) -> str:
+    """What makes two entries the same term: their source's words, case aside."""
+    return " ".join(_key(_TOKEN.findall(entry.source)))
+
+
+def _same_case(text: str, tokens: list[tuple[int, int]], form: _Form) -> bool:
+    """Whether the tokens are the form as written (an inflection's suffix in any case)."""
+    written = [text[a:b].replace("\u2019", "'") for a, b in tokens]
+    return (written[:-1] == list(form.tokens[:-1])
+            and written[-1][:form.stem] == form.tokens[-1][:form.stem])
+
+
+def _plurals(entry: GlossaryEntry, tokens: tuple[str, ...]) -> list[_Form]:
+    """The English plurals of the entry's last word: -s, -es, and -y -> -ies."""
+    last = tokens[-1]
+    if not last.isalpha() or len(last) < 2:
+        return []
+    upper = last.isupper()
+    forms = [(last + ("S" if upper else "s"), len(last)),
+             (last + ("ES" if upper else "es"), len(last))]
+    if last[-1] in "yY" and last[-2].lower() not in "aeiou":
+        forms.append((last[:-1] + ("IES" if upper else "ies"), len(last) - 1))
+    return [_Form(entry, (*tokens[:-1], word), stem, True) for word, stem in forms]
+
+
+def _longest_first(text: str, found: list[tuple[int, int, _Form]]) -> list[TermMatch]:
+    """The longest matches (in characters; then the leftmost) that overlap none longer."""
+    taken: list[tuple[int, int]] = [(p.start, p.end) for p in find_placeholders(text)]
+    matches = []
+    for start, end, form in sorted(found, key=lambda m: (m[0] - m[1], m[0])):
+        if all(end <= a or b <= start for a, b in taken):
+            taken.append((start, end))
+            matches.append(TermMatch(form.entry, start, end, text[start:end], form.plural))
+    return sorted(matches, key=lambda m: m.start)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading and checking.
+
+
+def _lines(data: bytes | str, name: str) -> list[str]:
+    """The file's lines (BOM and line ends taken off); a line not UTF-8 is named."""
+    if isinstance(data, str):
+        return data.removeprefix("\ufeff").splitlines()
+    lines = []
+    for number, raw in enumerate(data.removeprefix(b"\xef\xbb\xbf").splitlines(), start=1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise GlossaryError(f"not UTF-8 (byte {error.start + 1} of the line): save the "
+                                "file as UTF-8", name, number) from None
+    return lines
+
+
+def _skipped(line: str) -> bool:
+    return not line.strip() or line.lstrip().startswith("#")
+
+
+def _tsv_rows(lines: list[str], name: str) -> list[tuple[int, str, str]]:
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if _skipped(line):
+            continue
+        cells = line.split("\t")
+        if len(cells) != 2:
+            hint = ("no tab: separate the source and the target with one tab"
+                    if len(cells) == 1 else "one tab only, between the source and the target")
+            raise GlossaryError(f"expected 2 columns, source<TAB>target; found {len(cells)} "
+                                f"({hint})", name, number)
+        rows.append((number, cells[0], cells[1]))
+    return rows
+
+
+def _csv_rows(lines: list[str], name: str) -> list[tuple[int, str, str]]:
+    rows = []
+    reader = csv.reader(lines, strict=True)
+    try:
+        for cells in reader:
+            number = reader.line_num
+            if not cells or _skipped(",".join(cells)):
+                continue
+            if len(cells) != 2:
+                raise GlossaryError(f"expected 2 columns, source,target; found {len(cells)} "
+                                    "(quote a term that holds a comma: \"a, b\")", name, number)
+            rows.append((number, cells[0], cells[1]))
+    except csv.Error as error:
+        raise GlossaryError(f"not valid CSV ({error}): check its quotes", name,
+                            reader.line_num) from None
+    return rows
+
+
+def _checked(rows: list[tuple[int, Any, Any]], name: str,
+             allow_empty: bool = False) -> tuple[GlossaryEntry, ...]:
+    """The entries of `rows` (`(line, source, target)`), each checked, duplicates removed."""
+    if not rows and not allow_empty:
+        raise GlossaryError("no entries: write one source<TAB>target a line", name)
+    seen: dict[str, tuple[int, GlossaryEntry]] = {}
+    for line, source, target in rows:
+        entry = GlossaryEntry(_term(source, "source", name, line),
+                              _term(target, "target", name, line))
+        key = _entry_key(entry)
+        if key in seen and seen[key][1].target != entry.target:
+            first, other = seen[key]
+            raise GlossaryError(
+                f"{entry.source!r} is already translated {other.target!r} "
+                f"({'entry' if name == ENTRIES else 'line'} {first}), here {entry.target!r}: "
+                "keep one target per term (case aside)", name, line)
+        seen.setdefault(key, (line, entry))
+        if len(seen) > MAX_ENTRIES:
+            raise GlossaryError(f"more than MAX_ENTRIES ({MAX_ENTRIES}) entries: split the "
+                                "glossary", name, line)
+    return tuple(entry for _, entry in seen.values())
+
+
+def _term(value: Any, side: str, name: str, line: int) -> str:
+    """`value` stripped, if it is a usable term; else the error to raise."""
+    if not isinstance(value, str):
+        raise GlossaryError(f"the {side} must be text. Received: {type(value).__name__}",
+                            name, line)
+    term = value.strip()
+    problem = None
+    if not term:
+        problem = f"the {side} is empty: give both the source and the target"
+    elif len(term) > MAX_TERM_CHARS:
+        problem = (f"the {side} has {len(term)} characters, over MAX_TERM_CHARS "
+                   f"({MAX_TERM_CHARS}): a glossary holds terms, not sentences")
+    elif _CONTROL.search(term):
+        problem = f"the {side} holds a tab, line break or control character: take it out"
+    elif side == "source" and not re.search(r"\w", term):
+        problem = "the source has no letter or digit: a term is matched on words"
+    elif found := find_placeholders(term):
+        problem = (f"the {side} holds the placeholder {found[0].text!r}: placeholders are "
+                   "kept as they are, write the term without it")
+    elif _TAG.search(term):
+        problem = f"the {side} holds markup ({_TAG.search(term)[0]!r}): write plain text"
+    if problem:
+        raise GlossaryError(problem, name, line)
+    return term
