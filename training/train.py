@@ -508,8 +508,11 @@ class Trainer:
         epoch, skip = int(self.state["epoch"]), int(self.state["batch_in_epoch"])
 
         def epoch_dataset(context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+            # The corpus kept pairs up to the config's limit: plan them all (the planner's
+            # own default, 100, would skip the longer ones the config asked for).
             return make_train_dataset(self.corpus, max_tokens=o.max_tokens, seed=o.seed,
-                                      epoch=epoch, skip_batches=skip, input_context=context)
+                                      epoch=epoch, skip_batches=skip, input_context=context,
+                                      max_length=self.cfg.data.max_tokens_per_sentence)
 
         dataset = (self.strategy.distribute_datasets_from_function(epoch_dataset)
                    if distributes_input(self.strategy) else epoch_dataset())

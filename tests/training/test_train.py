@@ -76,6 +76,22 @@ def test_tiny_run_trains_evaluates_and_summarises(tmp_path):
     assert {p.name for p in run_dir.iterdir()} == documented_run_files() - {"alignments.txt"}
 
 
+def test_training_plans_every_pair_the_corpus_kept(tmp_path, monkeypatch):
+    """Batches are planned up to the config's sentence limit, not the planner's default 100."""
+    planned = []
+    real = train_module.make_train_dataset
+
+    def recording(*args, **kwargs):
+        planned.append(kwargs.get("max_length"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "make_train_dataset", recording)
+    config = write_config(tmp_path, max_steps=2, data={"max_tokens_per_sentence": 120})
+    train_module.run(config, tmp_path / "run")
+
+    assert planned and set(planned) == {120}
+
+
 def documented_run_files() -> set[str]:
     """The `<run>/...` entries of `training.train`'s docstring."""
     return set(re.findall(r"<run>/([^/\s]+)", train_module.__doc__))
