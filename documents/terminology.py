@@ -58,6 +58,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from documents import agreement
 from documents.glossary import Glossary, TermMatch
 from documents.offsets import word_spans
 from nmt.types import AppliedTerm, Link, Span, Translation  # AppliedTerm: for the clients too
@@ -77,8 +78,13 @@ _ELIDES = {"le": "l'", "la": "l'", "de": "d'", "que": "qu'", "je": "j'", "me": "
            "te": "t'", "se": "s'", "ne": "n'"}
 _PLURAL = {"le": "les", "la": "les", "du": "des", "au": "aux"}
 _CONTRACTED = {"à": "aux", "de": "des"}  # before `les`
-_PREPOSITIONS = frozenset("de d' du des à au aux en pour sur avec par sans contre entre chez"
-                          .split())
+# French auxiliaries (and the reflexive pronoun) that a participle's aligned words may start
+# with, and stay: `ont été hôpitals` -> `ont été hospitalisés`, not `hospitalisés`.
+_AUXILIARIES = frozenset("""a ai as avons avez ont avait avaient avais aura auront aurait
+    auraient eu est sont suis es sommes êtes était étaient étais sera seront serait seraient
+    été fut furent soit soient être avoir se s' s’""".split())
+_VERB_PREPOSITIONS = frozenset("de à pour en sans par".split())
+_OF = frozenset({"de", "du", "des"})  # a possessive's: `WHO's` -> `de l'OMS`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +112,9 @@ class _Term:
     words: tuple[int, ...]  # the source words of the links that hold it
     written: str
     at: Span | None = None  # where the model copied it (`protect_terms`)
+    form: str = ""  # the English form as read (`agreement.Written.form`)
+    accepted: str | None = None  # a pattern for the model's own form of it, kept
+    participle: bool = False  # a verb's participle: the auxiliaries before it stay
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +128,8 @@ class _Edit:
 
 
 def apply_terms(source: str, text: str, word_alignment: Sequence[Link], glossary: Glossary,
-                articles: bool = True, insert: bool = True) -> TermsApplied:
+                articles: bool = True, insert: bool = True, agree: bool = True
+                ) -> TermsApplied:
     """The translation `text` of `source` with the glossary's terms written in.
 
     Args:
@@ -131,6 +141,9 @@ def apply_terms(source: str, text: str, word_alignment: Sequence[Link], glossary
         articles: adjust the article before a term (see the module docstring).
         insert: place a term no target word is aligned to next to its
             neighbour's (`neighbour`); False leaves it out (measured against).
+        agree: write the French form the English form asks for
+            (`documents.agreement`); False: the target, in the plural for an
+            English plural (as before issue 44, measured against).
 
     Returns:
         The new text, links and what was applied; `text` itself when no term
@@ -138,7 +151,7 @@ def apply_terms(source: str, text: str, word_alignment: Sequence[Link], glossary
     """
     matches = glossary.find(source)
     spans = word_spans(source)
-    terms = [_Term(m, _words_in(spans, m.start, m.end), _written(m)) for m in matches]
+    terms = [_term(m, _words_in(spans, m.start, m.end), source, agree) for m in matches]
     return _place(text, word_alignment, terms, articles, insert)
 
 
@@ -197,32 +210,11 @@ def _rows(values, kept: Sequence[int | None]) -> np.ndarray | None:
     return out
 
 
-def french_plural(term: str) -> str:
-    """`term` in the plural, by the regular rules, on its words up to a preposition.
-
-    `essai clinique` -> `essais cliniques`, `signal` -> `signaux`, `réseau` ->
-    `réseaux`, `pandémie de coronavirus` -> `pandémies de coronavirus`;
-    words ending in s, x or z, and words in capitals (`OMS`), stay.
-    """
-    words = term.split(" ")
-    for k, word in enumerate(words):
-        if word.casefold() in _PREPOSITIONS or _ELIDED.search(word):
-            break
-        if not word.isalpha() or word.isupper() or word[-1] in "sxzSXZ":
-            continue
-        if word.endswith("al"):
-            words[k] = word[:-2] + "aux"
-        elif word.endswith(("eau", "au", "eu")):
-            words[k] = word + "x"
-        else:
-            words[k] = word + "s"
-    return " ".join(words)
-
-
-def _written(match: TermMatch) -> str:
-    if match.entry.keep:
-        return match.text
-    return french_plural(match.entry.target) if match.plural else match.entry.target
+def _term(match: TermMatch, words: tuple[int, ...], source: str, agree: bool) -> _Term:
+    choice = agreement.written(match, source, agree)
+    participle = match.verb and choice.form in ("past", "participle")
+    return _Term(match, words, choice.text, form=choice.form, accepted=choice.accepted,
+                 participle=participle)
 
 
 def _words_in(spans: Sequence[Span], start: int, end: int) -> tuple[int, ...]:
@@ -272,12 +264,26 @@ def _aligned_region(text: str, targets: list[Span], linked: dict[int, list[int]]
     js = sorted(j for i in term.words for j in linked.get(i, ()))
     if not js:
         return None, "aligned"
+    skipped = _kept_before(term)
+    while len(js) > 1 and text[slice(*targets[js[0]])].casefold() in skipped:
+        js = js[1:]
     first, last = targets[js[0]], targets[js[-1]]
     start = _LEAD.match(text, *first).end()
     end = last[0] + _TRAIL.search(text[last[0]:last[1]]).start()
     if start >= end:  # a word that is only an elided article (`l'`): take it whole
         start, end = first[0], last[1]
     return (start, end), "aligned"
+
+
+def _kept_before(term: _Term) -> frozenset[str]:
+    """The words the model wrote before a term's own that stay when aligned to it: a verb's
+    auxiliaries (for the participle, which drops its `se` too) and prepositions (`de`
+    before an infinitive), a possessive's `de`."""
+    if term.participle:
+        return _AUXILIARIES | _VERB_PREPOSITIONS
+    if term.match.verb:
+        return _VERB_PREPOSITIONS
+    return _OF if term.form in ("possessive", "plural possessive") else frozenset()
 
 
 def _written_already(text: str, term: _Term, region: Span | None,
@@ -287,6 +293,10 @@ def _written_already(text: str, term: _Term, region: Span | None,
     pattern = rf"(?<!\w){re.escape(term.written)}(?!\w)"
     found = [m.span() for m in re.finditer(pattern, text, re.IGNORECASE)
              if not _taken(m.span(), edits)]
+    if not found and term.accepted and region is not None:  # the model's form, where aligned
+        found = [m.span() for m in re.finditer(rf"(?<!\w){term.accepted}(?!\w)",
+                                               text[:region[1]], re.IGNORECASE)
+                 if m.start() >= region[0] and not _taken(m.span(), edits)]
     if not found:
         return None
     near = region[0] if region is not None else 0
@@ -328,7 +338,7 @@ def _edit(text: str, region: Span, term: _Term, placement: str, articles: bool) 
                                            or text[start - 1] in "'’") else ""
         after = " " if end < len(text) and (text[end].isalnum() or text[end] in "«(\"'") else ""
     cut, article = (_article(text, start, term.written, _is_plural(term), bool(before))
-                    if articles else (start, ""))
+                    if articles and not term.match.verb else (start, ""))
     head, written = article or before, term.written
     if not re.search(r"\w", text[:cut]):  # the sentence starts here
         replaced = text[cut:end]
@@ -410,7 +420,8 @@ def _rebuilt(text: str, targets: list[Span], links: Sequence[Link],
         spans.append(span)
         match = edit.term.match
         applied.append(AppliedTerm(match.entry.source, edit.replacement[slice(*edit.written)],
-                                   (match.start, match.end), span, edit.placement))
+                                   (match.start, match.end), span, edit.placement,
+                                   match.text, edit.term.form))
         shift += len(edit.replacement) - (edit.end - edit.start)
         shifts.append((edit.start, edit.end, shift))
         cursor = edit.end
@@ -506,7 +517,7 @@ def protect_terms(source: str, glossary: Glossary) -> ProtectedTerms:
     for a, b in read_words:  # the characters of the source this word of `text` stands for
         start, end = _given_offset(a, matches, read_spans), _given_offset(b, matches, read_spans)
         given_words.append(_words_in(given, start, max(end, start + 1)))
-    terms = tuple(_Term(m, _words_in(read_words, *span), _written(m))
+    terms = tuple(_term(m, _words_in(read_words, *span), source, True)
                   for m, span in zip(matches, read_spans, strict=True))
     return ProtectedTerms(source, text, terms, tuple(stand_ins), tuple(given_words))
 
