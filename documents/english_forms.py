@@ -31,9 +31,9 @@ Nothing here imports TensorFlow.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Sequence
+from typing import NamedTuple
 
 # What an inflected form is; "" is the entry as written.
 FORMS = ("plural", "possessive", "plural possessive", "third person", "past", "participle",
@@ -48,8 +48,7 @@ _PREPOSITIONS = frozenset("of for in on at to with from by".split())
 _PLURAL_NOUNS = frozenset("people children men women persons".split())  # no -s, or rare
 
 
-@dataclasses.dataclass(frozen=True)
-class TermForm:
+class TermForm(NamedTuple):  # a tuple: a 10,000-entry glossary makes some 40,000
     """One way a term is written in a text.
 
     Attributes:
@@ -85,11 +84,9 @@ def term_forms(tokens: Sequence[str], verb: bool, forms: frozenset[str] = frozen
         wanted = forms & (NOUN_FORMS | (ADJECTIVE_FORMS if len(tokens) == 1 else frozenset()))
     if head is None or not wanted:
         return []
-    out = []
-    for word, form in word_forms(tokens[head], verb):
-        if form in wanted and word.casefold() != tokens[head].casefold():
-            out.append(TermForm((*tokens[:head], word, *tokens[head + 1:]), head,
-                                _common_prefix(word, tokens[head]), form))
+    before, after = tokens[:head], tokens[head + 1:]
+    out = [TermForm((*before, word, *after), head, stem, form)
+           for word, form, stem in word_forms(tokens[head], verb) if form in wanted]
     if wanted & {"possessive", "plural possessive"}:
         out += _possessives(tokens, head, out, wanted)
     if verb and len(tokens) > 1 and "plural" in forms:  # its object too: `wash your hand(s)`
@@ -118,22 +115,25 @@ def only_verb(word: str) -> bool:
 
 
 def plural_noun(word: str) -> bool:
-    """`word` reads as an English plural noun (`patients`, `people`), not as a verb's `-s`
-    only (`spreads` is both: a plural)."""
+    """`word` reads as an English plural noun (`patients`, `people`; `spreads` too, a
+    noun's plural as well as a verb's `-s`): a plural the lexicon gives to the word
+    without its `-s`, `-es` or `-ies`."""
     word = word.casefold()
     if word in _PLURAL_NOUNS:
         return True
     if not word.endswith("s") or len(word) < 4:
         return False
-    return any(word in tags.get("NNS", ()) and word not in tags.get("NN", ())
-               for tags in map(_inflections, _lemmas(word)))
+    singulars = (word[:-1], word[:-2], word[:-3] + "y")
+    return any(word in _inflections(singular).get("NNS", ()) for singular in singulars)
 
 
-def word_forms(word: str, verb: bool) -> list[tuple[str, str]]:
-    """`(inflected word, form)` pairs of `word`, in its case: the lexicon's, else
-    regular plurals. A noun's `-s` is `plural`; a verb's is `third person`."""
+@functools.lru_cache(maxsize=65536)  # a large glossary's terms share words
+def word_forms(word: str, verb: bool) -> tuple[tuple[str, str, int], ...]:
+    """`(inflected word, form, stem)` of `word` (`word` itself left out), in its case:
+    the lexicon's, else regular plurals; `stem`: the characters it shares with `word`. A
+    noun's `-s` is `plural`; a verb's is `third person`."""
     if len(word) < 2 or not word.isalpha():
-        return []
+        return ()
     upper = word.isupper()
     found: dict[str, str] = {}
     tags = {} if upper else _inflections(word.casefold())
@@ -148,8 +148,9 @@ def word_forms(word: str, verb: bool) -> list[tuple[str, str]]:
     if not verb and not any(f == "plural" for f in found.values()):
         for inflected in regular_plurals(word.casefold()):
             found.setdefault(inflected, "plural")
-    capital = word[:1].isupper()
-    return [(_cased(inflected, upper, capital), form) for inflected, form in found.items()]
+    capital, folded = word[:1].isupper(), word.casefold()
+    return tuple((_cased(inflected, upper, capital), form, _common_prefix(inflected, word))
+                 for inflected, form in found.items() if inflected.casefold() != folded)
 
 
 def regular_plurals(word: str) -> list[str]:
@@ -189,14 +190,6 @@ def _common_prefix(a: str, b: str) -> int:
     while n < min(len(a), len(b)) and a[n].casefold() == b[n].casefold():
         n += 1
     return n
-
-
-@functools.lru_cache(maxsize=65536)
-def _lemmas(word: str) -> tuple[str, ...]:
-    """LemmInflect's noun lemmas of `word` (() for a word it does not know)."""
-    import lemminflect  # see `_inflections`
-
-    return lemminflect.getAllLemmas(word, "NOUN").get("NOUN", ())
 
 
 @functools.lru_cache(maxsize=65536)

@@ -54,7 +54,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from documents import english_forms, french_forms
 from documents.english_forms import FORMS, TermForm
@@ -144,8 +144,7 @@ class TermMatch:
         return self.form in ("plural", "plural possessive")
 
 
-@dataclasses.dataclass(frozen=True)
-class _Form:
+class _Form(NamedTuple):  # a tuple: quick to make by the 40,000 for a large glossary
     """A way an entry is written (`english_forms.TermForm`), and which of its tokens
     must be in the case written (all with `exact_case`, else those in capitals)."""
 
@@ -178,30 +177,49 @@ class Glossary:
     acronym_case: bool = True
     _index: dict = dataclasses.field(init=False, repr=False, compare=False)
     _longest: int = dataclasses.field(init=False, repr=False, compare=False)
+    # `merged`'s: a glossary with the same options whose entries' forms are taken as they are.
+    _reuse: dataclasses.InitVar[Glossary | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, _reuse: Glossary | None = None) -> None:
         object.__setattr__(self, "entries", tuple(self.entries))
         unknown = sorted(set(self.forms) - set(FORMS))
         if unknown:
             raise ValueError(f"forms must be among {FORMS}. Received: {unknown}")
         index: dict[tuple[str, ...], list[_Form]] = {}
+        reused: set[int] = set()
+        if _reuse is not None and _reuse._options() == self._options():
+            reused = {id(entry) for entry in _reuse.entries} & {id(e) for e in self.entries}
+            for key, forms in _reuse._index.items():
+                kept = [form for form in forms if id(form.entry) in reused]
+                if kept:
+                    index[key] = kept
         for entry in self.entries:
             if not isinstance(entry, GlossaryEntry):
                 raise TypeError(f"entries must be GlossaryEntry. Received: {entry!r}; "
                                 "use Glossary.from_entries for mappings or pairs")
-            tokens = tuple(_TOKEN.findall(entry.source))
-            capitals = tuple(k for k, token in enumerate(tokens)
-                             if self.acronym_case and _in_capitals(token))
-            verb = self.inflect and _is_verb(entry, tokens, self.forms)
-            as_written = TermForm(tokens, len(tokens) - 1, len(tokens[-1]), "")
-            index.setdefault(_key(tokens), []).insert(
-                0, _Form(entry, as_written, tokens, capitals, verb))
-            for form in (english_forms.term_forms(tokens, verb, frozenset(self.forms))
-                         if self.inflect else ()):
-                index.setdefault(_key(form.tokens), []).append(
-                    _Form(entry, form, tokens, capitals, verb))
+            if id(entry) not in reused:
+                self._add(index, entry)
         object.__setattr__(self, "_index", index)
         object.__setattr__(self, "_longest", max((len(k) for k in index), default=0))
+
+    def _options(self) -> tuple:
+        """What the forms of an entry depend on (not `exact_case`: checked in `find`)."""
+        return self.inflect, frozenset(self.forms), self.acronym_case
+
+    def _add(self, index: dict[tuple[str, ...], list[_Form]], entry: GlossaryEntry) -> None:
+        """Indexes the entry's forms: as written first (it beats another's inflected form),
+        its inflected forms last."""
+        tokens = tuple(_TOKEN.findall(entry.source))
+        capitals = tuple(k for k, token in enumerate(tokens)
+                         if self.acronym_case and _in_capitals(token))
+        verb = self.inflect and _is_verb(entry, tokens, self.forms)
+        as_written = TermForm(tokens, len(tokens) - 1, len(tokens[-1]), "")
+        index.setdefault(_key(tokens), []).insert(0, _Form(entry, as_written, tokens, capitals,
+                                                           verb))
+        for form in (english_forms.term_forms(tokens, verb, frozenset(self.forms))
+                     if self.inflect else ()):
+            index.setdefault(_key(form.tokens), []).append(
+                _Form(entry, form, tokens, capitals, verb))
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -273,9 +291,11 @@ class Glossary:
         (None: as here). Entries are not checked again: both are checked already."""
         replaced = {_entry_key(entry) for entry in other.entries}
         entries = tuple(e for e in self.entries if _entry_key(e) not in replaced)
-        return dataclasses.replace(self, entries=entries + other.entries,
-                                   exact_case=self.exact_case if exact_case is None
-                                   else exact_case)
+        # This glossary's forms are reused, not made again: a request that adds a few entries
+        # to a 10,000-entry server glossary indexes the few.
+        return Glossary(entries + other.entries,
+                        self.exact_case if exact_case is None else exact_case, self.inflect,
+                        self.forms, self.acronym_case, self)
 
     def find(self, text: str) -> list[TermMatch]:
         """The entries occurring in `text`, in order (see the module docstring).

@@ -290,9 +290,11 @@ def _written_already(text: str, term: _Term, region: Span | None,
                      edits: Sequence[_Edit]) -> Span | None:
     """Where the translation already has the term as written (any case, whole words) and no
     other term is: the occurrence nearest the aligned region; None if it has none."""
-    pattern = rf"(?<!\w){re.escape(term.written)}(?!\w)"
-    found = [m.span() for m in re.finditer(pattern, text, re.IGNORECASE)
-             if not _taken(m.span(), edits)]
+    found = []
+    if term.written.lower() in text.lower():  # most often not: no pattern to compile
+        pattern = rf"(?<!\w){re.escape(term.written)}(?!\w)"
+        found = [m.span() for m in re.finditer(pattern, text, re.IGNORECASE)
+                 if not _taken(m.span(), edits)]
     if not found and term.accepted and region is not None:  # the model's form, where aligned
         found = [m.span() for m in re.finditer(rf"(?<!\w){term.accepted}(?!\w)",
                                                text[:region[1]], re.IGNORECASE)

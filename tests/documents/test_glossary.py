@@ -259,3 +259,7 @@ def test_merged_entries_of_the_other_replace_the_same_terms_here():
     assert [m.entry.target for m in merged.find("Flu and face masks")] == ["influenza", "masque"]
     assert base.merged(extra, exact_case=True).find("FLU") == []
     assert len(base) == 2, "neither glossary changes"
+    text = "Face masks, flu, the hand's, hands"
+    assert merged.find(text) == Glossary(merged.entries).find(text), "its forms reused as made"
+    assert dataclasses.replace(merged, acronym_case=False).find("FLU")[0].entry.target == (
+        "influenza")
