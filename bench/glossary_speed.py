@@ -60,8 +60,8 @@ def large_glossary(data: Path, entries: int = MAX_ENTRIES, skip: int = 100
     terms = [w for w, _ in words.most_common() if w not in common and len(w) > 2]
     terms += [f"{a} {b}" for (a, b), _ in pairs.most_common()
               if a not in common and b not in common]
-    ranked = sorted(set(terms), key=lambda t: -(words[t] if " " not in t
-                                                else pairs[tuple(t.split(" "))]))
+    ranked = sorted(set(terms), key=lambda t: (-(words[t] if " " not in t
+                                                 else pairs[tuple(t.split(" "))]), t))
     return [(term, _french(term)) for term in ranked[:entries]]
 
 

@@ -13,7 +13,9 @@ it to tell the French form to write (`documents.french_forms.Wanted`):
   and without an auxiliary as the plural noun beside it asks (`hospitalized
   patients`, `persons hospitalized`); `-s` is the third person (`spreads` ->
   `se propage`); the dictionary form and `-ing` keep the infinitive, unless
-  the model wrote a form of the same verb, which is kept (`accepted`);
+  the model wrote a form of the same verb, which is kept (`accepted`); after
+  a determiner or a number (`the spread`, `two coughs`) it is a noun: the
+  entry's first noun form, or no term if it has none;
 - an adjective's comparative and superlative: `plus ...`.
 
     choice = written(match, source)
@@ -28,7 +30,7 @@ import dataclasses
 import re
 
 from documents import english_forms
-from documents.french_forms import Wanted, target_form, verb_stem
+from documents.french_forms import Wanted, kind_of, target_form, verb_stem
 from documents.glossary import TermMatch
 
 _WORD = re.compile(r"[\w']+")
@@ -41,6 +43,8 @@ _SKIPPED = frozenset("not 't n't also already just still never ever all both oft
 _PLURAL_SUBJECTS = frozenset("they we you these those".split())
 _SINGULAR_SUBJECTS = frozenset("he she it i this that".split())
 _LOOK_BACK = 6  # words read before a term for its subject
+_DETERMINERS = frozenset("""the a an this that these those its their his her our your my
+    every each no some any two three four five several many few""".split())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,15 +64,20 @@ class Written:
     accepted: str | None = None
 
 
-def written(match: TermMatch, source: str, agree: bool = True) -> Written:
-    """The French form `match` asks for in `source` (see the module docstring);
-    `agree=False`: the entry's target, in the plural for a plural (as before issue 44)."""
+def written(match: TermMatch, source: str, agree: bool = True) -> Written | None:
+    """The French form `match` asks for in `source` (see the module docstring); None for
+    a verb entry used as a noun (`the spread`) without a noun among its forms: a wrong
+    term is worse than none. `agree=False`: the entry's target, in the plural for a
+    plural (as before issue 44)."""
     entry = match.entry
     if entry.keep:
         return Written(match.text, match.form)
     if not agree:
         return Written(target_form(entry.forms[:1], Wanted("noun", match.plural)), match.form)
     wanted, form = _wanted(match, source)
+    if wanted.kind == "noun" and match.verb:
+        nouns = [f for f in entry.forms if kind_of(f).kind == "noun"]
+        return Written(target_form(nouns, wanted), form) if nouns else None
     text = target_form(entry.forms, wanted)
     return Written(text, form, _accepted(entry.forms[0], wanted) if match.verb else None)
 
@@ -79,12 +88,21 @@ def _wanted(match: TermMatch, source: str) -> tuple[Wanted, str]:
         return Wanted("comparative"), form
     if not match.verb:
         return Wanted("noun", match.plural), form
+    if form in ("", "third person", "plural") and _after_determiner(source, match.start):
+        return Wanted("noun", form != ""), "plural" if form else form  # `the spread(s)`
     if form == "third person":
         return Wanted("third person"), form
     if form in ("past", "participle"):
         plural, auxiliary = participle_number(source, match.start, match.end)
         return Wanted("participle", plural), "participle" if auxiliary else form
     return Wanted("infinitive"), form
+
+
+def _after_determiner(source: str, start: int) -> bool:
+    """The word before is a determiner or a number: what follows is a noun (`the spread`,
+    `two coughs`), whatever the entry is."""
+    before = _WORD.findall(source[:start])
+    return bool(before) and (before[-1].casefold() in _DETERMINERS or before[-1].isdigit())
 
 
 def participle_number(source: str, start: int, end: int) -> tuple[bool, bool]:

@@ -152,7 +152,7 @@ def apply_terms(source: str, text: str, word_alignment: Sequence[Link], glossary
     matches = glossary.find(source)
     spans = word_spans(source)
     terms = [_term(m, _words_in(spans, m.start, m.end), source, agree) for m in matches]
-    return _place(text, word_alignment, terms, articles, insert)
+    return _place(text, word_alignment, [t for t in terms if t is not None], articles, insert)
 
 
 def apply_glossary(translation: Translation, glossary: Glossary, articles: bool = True
@@ -210,8 +210,10 @@ def _rows(values, kept: Sequence[int | None]) -> np.ndarray | None:
     return out
 
 
-def _term(match: TermMatch, words: tuple[int, ...], source: str, agree: bool) -> _Term:
+def _term(match: TermMatch, words: tuple[int, ...], source: str, agree: bool) -> _Term | None:
     choice = agreement.written(match, source, agree)
+    if choice is None:  # no form fits: left out
+        return None
     participle = match.verb and choice.form in ("past", "participle")
     return _Term(match, words, choice.text, form=choice.form, accepted=choice.accepted,
                  participle=participle)
@@ -500,7 +502,7 @@ class ProtectedTerms:
 def protect_terms(source: str, glossary: Glossary) -> ProtectedTerms:
     """`source` with each glossary term replaced by a number, `STAND_IN` + k (numbers the
     source holds skipped); see `ProtectedTerms.restore`."""
-    matches = glossary.find(source)
+    matches = [m for m in glossary.find(source) if agreement.written(m, source) is not None]
     taken = set(re.findall(r"\d+", source))
     numbers = (str(n) for n in range(STAND_IN, STAND_IN + len(taken) + len(matches) + 1)
                if str(n) not in taken)

@@ -191,6 +191,16 @@ def test_the_models_own_form_of_the_verb_is_kept():
     assert wrong.text == "Trois hommes ont été hospitalisés."
 
 
+def test_a_verb_entry_used_as_a_noun_takes_its_noun_form_or_is_left_out():
+    links = [(0, 0), (1, 1), (2, 2), (3, 3)]
+    source, target = "The spread continues.", "La diffusion continue ."
+    assert apply(source, target, links[:3], ("spread", "se propager")).applied == ()
+    result = apply(source, target, links[:3], ("spread", "se propager|propagation"))
+    assert result.text == "La propagation continue ."
+    assert apply("Two coughs.", "Deux toux.", links[:2],
+                 ("cough", "tousser|toux")).text == "Deux toux."
+
+
 def test_the_old_way_writes_the_target_as_given():
     result = apply("Three patients were hospitalized.", "Trois patients ont été hôpitals.",
                    [(0, 0), (1, 1), (2, 2), (3, 3), (3, 4)], HOSPITALIZE, agree=False)
