@@ -93,6 +93,9 @@ def _wanted(match: TermMatch, source: str) -> tuple[Wanted, str]:
     if form == "third person":
         return Wanted("third person"), form
     if form in ("past", "participle"):
+        head = match.text.split(" ")[0].casefold()
+        if head in _PLURAL_BE or head in _SINGULAR_BE:  # a `be X` entry: `were infected`
+            return Wanted("participle", head in _PLURAL_BE), "participle"
         plural, auxiliary = participle_number(source, match.start, match.end)
         return Wanted("participle", plural), "participle" if auxiliary else form
     return Wanted("infinitive"), form

@@ -13,7 +13,8 @@ issue 34):
 
 Placing a term:
 - `found`: the translation already has the term as written (any case, whole
-  words): it is left as it is (the occurrence nearest the aligned words).
+  words), or for a verb a form of it among the aligned words: it is left as
+  it is (the occurrence nearest the aligned words).
 - `aligned`: the target words linked to any word of the term, from the first
   to the last (words between them included), are replaced; punctuation
   before the first and after the last stays, and so does an elided article
@@ -26,11 +27,15 @@ Placing a term:
 - `copied`: `protect_terms` only (below): the model copied the term's
   stand-in, which is replaced.
 
-Written: the entry's target, in the plural when the source matched an English
-plural (`french_plural`: `essai clinique` -> `essais cliniques`); the source
-as written for an entry not to translate (`GlossaryEntry.keep`). A term that
-starts the sentence in place of a capitalised word is capitalised. With
-`articles=True` the article or preposition before the term is adjusted where
+Written: the form of the entry's target the English form asks for
+(`documents.agreement`: `essais cliniques` for `clinical trials`,
+`hospitalisés` for `were hospitalized`), or the model's own form of the same
+verb where its aligned words hold one (`found`); the source as written for an
+entry not to translate (`GlossaryEntry.keep`). A verb's participle keeps the
+French auxiliaries aligned to it (`ont été`), and a possessive the `de` before
+it. A term that starts the sentence in place of a capitalised word is
+capitalised. With `articles=True` (nouns only) the article or preposition
+before the term is adjusted where
 it is cheap to know: elision before a vowel or mute h (`la` -> `l'`, `de` ->
 `d'`, `que` -> `qu'`) and back (`l'` -> `le`/`la`/`les`, `d'` -> `de`), and
 number (`le`/`la`/`l'` -> `les`, `du` -> `des`, `au` -> `aux` before a plural

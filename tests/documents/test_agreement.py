@@ -33,3 +33,11 @@ def test_written_says_the_form_read_and_what_to_write():
     assert hospitalized.accepted is not None, "the model's participle of that number is kept"
     assert (masks.text, masks.form, masks.accepted) == ("masques", "plural", None)
     assert firefox.text == "Firefox"
+
+
+def test_an_entry_that_starts_with_be_agrees_with_its_own_be():
+    glossary = Glossary.from_entries([("be infected", "être infecté")])
+    [were] = glossary.find("They were infected.")
+    [was] = glossary.find("He was infected.")
+    assert (written(were, "They were infected.").text, were.text) == ("infectés", "were infected")
+    assert written(was, "He was infected.").text == "infecté"
