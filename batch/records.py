@@ -28,11 +28,12 @@ included):
 With a glossary (`--glossary`) every translated record has `applied_terms`:
 the terms written into the best translation, each with the entry's source,
 the text written, its character spans (`[start, end)`, end excluded) on
-`source` and on `translation`, and how it was placed:
+`source` and on `translation`, how it was placed, the source's words it
+matched and the English form they were read as (`documents.english_forms`):
 
-    "applied_terms": [{"source": "face mask", "target": "masque",
-                       "source_span": [9, 19], "target_span": [12, 18],
-                       "placement": "aligned"}]
+    "applied_terms": [{"source": "face mask", "target": "masques",
+                       "source_span": [9, 20], "target_span": [12, 19],
+                       "placement": "aligned", "matched": "face masks", "form": "plural"}]
 
 (a document's spans are on the document's line and translation; its
 sentences' on theirs). Records without a glossary are as before.
@@ -128,7 +129,8 @@ def translation_record(source: SourceLine, translation: Translation, *,
 def terms_record(terms: tuple[AppliedTerm, ...]) -> list[dict]:
     """Applied glossary terms as JSON-ready dicts (spans as `[start, end]` lists)."""
     return [{"source": t.source, "target": t.target, "source_span": list(t.source_span),
-             "target_span": list(t.target_span), "placement": t.placement} for t in terms]
+             "target_span": list(t.target_span), "placement": t.placement,
+             "matched": t.matched, "form": t.form} for t in terms]
 
 
 def document_record(source: SourceLine, document: DocumentTranslation, *,

@@ -8,19 +8,27 @@ reference uses (else the first). Translated with the shipped model:
 
 - none: the plain translation;
 - aligned (approach (a), `documents.terminology.apply_terms`): the
-  target words aligned to each term replaced by its glossary target, with
-  and without the article adjustment;
+  target words aligned to each term replaced by its glossary target, step
+  by step as issue 44 built it: as before (English plurals only), + the
+  English forms of the source (`documents.english_forms`), + the French form
+  the English asks for (`documents.agreement`), + acronyms matched in
+  capitals only (what ships); then what ships without the article
+  adjustment, and without inserting unaligned terms;
 - protected (`protect_terms`): the model reads each term as a number
   (7, 8...), replaced by the term where it was copied, else placed as (a).
 
 Printed per method: term exact match (the WMT 2021 scorer's: a term occurrence
 counts when one of its French forms is in the output, lowercased, on whole
-tokens, each output position counted for one occurrence only), window overlap
+tokens, each output position counted for one occurrence only), the same with
+only the form its reference uses (`ref.f.`: `hospitalisés`, where the exact
+match also takes `hospitaliser`), window overlap
 (of the two reference words on each side of the term, the share also around
 it in the output), BLEU and chrF against the reference (sacrebleu), the terms
 placed by alignment / next to a neighbour (no target word aligned) / as a
 copied stand-in, and sentences per second (translation included; the glossary
-step's own milliseconds per sentence below). Then what
+step's own milliseconds per sentence below). Then issue 44's steps again with
+each sentence's glossary in dictionary forms (`dictionary_entry`:
+`hospitalize -> hospitaliser`, `symptoms -> symptôme`), and what
 English plural matching buys: each term written in the singular (`symptoms`
 -> `symptom`, with a singular French form), matched with and without
 inflection.
@@ -39,6 +47,7 @@ figure.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -53,6 +62,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.support.inputs import add_model_and_data_arguments, machine  # noqa: E402
+from documents.english_forms import only_verb  # noqa: E402
+from documents.french_forms import Wanted, kind_of  # noqa: E402
 from documents.glossary import Glossary, GlossaryEntry  # noqa: E402
 from documents.terminology import TermsApplied, apply_terms, protect_terms  # noqa: E402
 from nmt.evaluation.metrics import corpus_scores  # noqa: E402
@@ -62,9 +73,18 @@ TERMINOLOGY = Path("terminology-enfr")
 WINDOW = 2  # words on each side of a term, for the window overlap
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
-# The variants of approach (a): name, articles adjusted, unaligned terms inserted.
-ALIGNED = (("aligned", True, True), ("aligned, articles as given", False, True),
-           ("aligned, no insertion", True, False))
+# The variants of approach (a): name, the glossary's options, `apply_terms`'s options.
+# The first four are issue 44's steps, each adding one; the fourth is what ships.
+SHIPS = "aligned"
+ALIGNED = (
+    ("as before issue 44", {"forms": frozenset({"plural"}), "acronym_case": False},
+     {"agree": False}),
+    ("+ English forms", {"acronym_case": False}, {"agree": False}),
+    ("+ French agreement", {"acronym_case": False}, {}),
+    (SHIPS, {}, {}),
+    ("aligned, articles as given", {}, {"articles": False}),
+    ("aligned, no insertion", {}, {"insert": False}),
+)
 METHODS = ("none", *(name for name, _, _ in ALIGNED), "protected (stand-ins)")
 Output = tuple[str, tuple[tuple[int, int], ...]]  # a translation: text, word links
 
@@ -98,19 +118,25 @@ def reference_form(term: dict, reference: str) -> str:
                 term["targets"][0])
 
 
-def glossary_of(row: dict, singular: bool = False, inflect: bool = True) -> Glossary:
+def glossary_of(row: dict, singular: bool = False, inflect: bool = True,
+                dictionary: bool = False, **options) -> Glossary:
     """The sentence's glossary: each term -> the form its reference uses.
 
     `singular`: each term written in the singular where its last word reads as an
     English plural and the term has a singular French form (`symptoms` -> `symptom`).
+    `dictionary`: each term in its dictionary forms on both sides (`dictionary_entry`).
+    `options`: `Glossary`'s (`forms`, `acronym_case`).
     """
     entries: dict[str, GlossaryEntry] = {}
     for term in row["terms"]:
         entry = GlossaryEntry(term["source"], reference_form(term, row["reference"]))
         if singular:
             entry = singular_entry(term) or entry
+        if dictionary:
+            entry = dictionary_entry(term)
         entries.setdefault(entry.source.casefold(), entry)
-    return Glossary.from_entries(entries.values(), inflect=inflect)
+    glossary = Glossary.from_entries(entries.values(), inflect=inflect)
+    return dataclasses.replace(glossary, **options) if options else glossary
 
 
 def singular_entry(term: dict) -> GlossaryEntry | None:
@@ -127,6 +153,20 @@ def singular_entry(term: dict) -> GlossaryEntry | None:
         stem = source[:-1]
     forms = [form for form in term["targets"] if form.split(" ")[0][-1:] not in "sx"]
     return GlossaryEntry(stem, forms[0] if forms else french_singular(term["targets"][0]))
+
+
+def dictionary_entry(term: dict) -> GlossaryEntry:
+    """The term as a dictionary writes it, whatever its sentence needs: English in the
+    singular (`singular_entry`), French the first of its forms that reads as an infinitive
+    where the English is a verb only (`hospitalize -> hospitaliser`), else the first that
+    reads as a singular noun (`outbreak -> épidémie`), else the first in the singular."""
+    source = (singular_entry(term) or GlossaryEntry(term["source"], "")).source
+    kinds = [(form, kind_of(form)) for form in term["targets"]]
+    verb = only_verb(source.split(" ")[0])
+    choice = next((form for form, kind in kinds if verb and kind.kind == "infinitive"), None)
+    choice = choice or next((form for form, kind in kinds
+                             if kind == Wanted("noun", False)), None)
+    return GlossaryEntry(source, choice or french_singular(term["targets"][0]))
 
 
 def french_singular(term: str) -> str:
@@ -160,6 +200,22 @@ def term_matches(rows: Sequence[dict], outputs: Sequence[str]) -> tuple[int, int
                     matched += 1
                     break
     return matched, total
+
+
+def reference_form_matches(rows: Sequence[dict], outputs: Sequence[str]) -> int:
+    """Term occurrences whose output has the very form the reference uses (`hospitalisés`,
+    not `hospitaliser`): what writing the form the sentence asks for buys, which the exact
+    match (any of the term's forms) does not see."""
+    matched = 0
+    for row, output in zip(rows, outputs, strict=True):
+        words, used = tokens(output), set()
+        for term in row["terms"]:
+            free = [k for k in positions(reference_form(term, row["reference"]), words)
+                    if k not in used]
+            if free:
+                used.add(free[0])
+                matched += 1
+    return matched
 
 
 def _window(words: Sequence[str], start: int, length: int) -> list[str]:
@@ -201,6 +257,7 @@ def score(rows: Sequence[dict], outputs: Sequence[str], seconds: float,
     scores = corpus_scores(list(outputs), [[row["reference"]] for row in rows])
     matched, total = term_matches(rows, outputs)
     return {"matched": matched, "terms": total, "window": window_overlap(rows, outputs),
+            "reference form": reference_form_matches(rows, outputs),
             "bleu": scores.bleu, "chrf": scores.chrf,
             "placed": Counter(a.placement for result in applied for a in result.applied),
             "per_second": len(rows) / seconds if seconds else float("inf")}
@@ -244,10 +301,11 @@ def compare(rows: Sequence[dict], translations: Translations) -> dict:
     plain = translations(sources)
     translated = translations.seconds(sources)
     found = {"none": score(rows, [text for text, _ in plain], translated)}
-    for name, articles, insert in ALIGNED:
+    for name, options, apply_options in ALIGNED:
         started = time.perf_counter()
-        applied = [apply_terms(source, text, links, glossary, articles, insert)
-                   for source, (text, links), glossary in zip(sources, plain, glossaries,
+        variant = [dataclasses.replace(g, **options) for g in glossaries] if options else glossaries
+        applied = [apply_terms(source, text, links, glossary, **apply_options)
+                   for source, (text, links), glossary in zip(sources, plain, variant,
                                                                strict=True)]
         step = time.perf_counter() - started
         found[name] = score(rows, [a.text for a in applied], translated + step, applied)
@@ -265,7 +323,22 @@ def compare(rows: Sequence[dict], translations: Translations) -> dict:
         translations.seconds([p.text for p in protected]) + step, restored)
     found["terms found"] = sum(len(g.find(s)) for g, s in zip(glossaries, sources, strict=True))
     found["plurals"] = plurals(rows, plain)
+    found["dictionary"] = dictionary_forms(rows, plain, translated)
     return found
+
+
+def dictionary_forms(rows: Sequence[dict], plain: Sequence[Output], translated: float) -> dict:
+    """Issue 44's steps (the first four of `ALIGNED`) with each sentence's glossary in
+    dictionary forms (`dictionary_entry`): what inflection on both sides buys."""
+    out = {}
+    for name, options, apply_options in ALIGNED[:4]:
+        applied = [apply_terms(row["source"], text, links,
+                               glossary_of(row, dictionary=True, **options), **apply_options)
+                   for row, (text, links) in zip(rows, plain, strict=True)]
+        out[name] = score(rows, [a.text for a in applied], translated, applied)
+    out["entries changed"] = sum(dictionary_entry(t) != GlossaryEntry(
+        t["source"], reference_form(t, r["reference"])) for r in rows for t in r["terms"])
+    return out
 
 
 def plurals(rows: Sequence[dict], plain: Sequence[Output]) -> dict:
@@ -290,7 +363,8 @@ def _line(name: str, s: dict) -> str:
     where = (f"{placed['found']:>5} {placed['aligned']:>5} {placed['neighbour']:>5} "
              f"{placed['copied']:>5}" if placed else f"{'':>23}")
     return (f"  {name:<28} {100 * s['matched'] / max(s['terms'], 1):6.1f}%  "
-            f"{s['window']:6.3f}  {s['bleu']:6.2f}  {s['chrf']:6.2f}  {where}  "
+            f"{100 * s['reference form'] / max(s['terms'], 1):6.1f}%  {s['window']:6.3f}  "
+            f"{s['bleu']:6.2f}  {s['chrf']:6.2f}  {where}  "
             f"{s['per_second']:7.2f}")
 
 
@@ -317,12 +391,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{TERMINOLOGY}/{args.set}.jsonl: {len(rows)} sentences, {terms} term occurrences "
           f"({found['terms found']} found by the glossary), "
           f"{time.perf_counter() - started:.0f} s")
-    print(f"  {'':<28} {'terms':>7}  {'window':>6}  {'BLEU':>6}  {'chrF':>6}  "
+    print(f"  {'':<28} {'terms':>7}  {'ref.f.':>7}  {'window':>6}  {'BLEU':>6}  {'chrF':>6}  "
           f"{'found':>5} {'align':>5} {'neigh':>5} {'copy':>5}  {'sent/s':>7}")
     for name in METHODS:
         print(_line(name, found[name]))
     print(f"  the glossary step alone (matching and placing, approach (a)): "
-          f"{found['aligned']['step_ms']:.2f} ms per sentence")
+          f"{found[SHIPS]['step_ms']:.2f} ms per sentence (as before issue 44: "
+          f"{found[ALIGNED[0][0]]['step_ms']:.2f} ms)")
+    d = found["dictionary"]
+    print(f"  each glossary in dictionary forms ({d['entries changed']} of the {terms} terms "
+          "rewritten):")
+    for name, _, _ in ALIGNED[:4]:
+        print(_line(name, d[name]))
     p = found["plurals"]
     print(f"  glossary in the singular ({p['singular entries']} of the {terms} terms rewritten): "
           f"found {p['with inflection']['found']} with plural matching, "

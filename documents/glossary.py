@@ -6,8 +6,8 @@ naming the file, the line and what to change, never a half-loaded glossary.
 
     glossary = Glossary.from_entries([("wash your hands", "se laver les mains"),
                                       ("face mask", "masque")])   # or Glossary.read(path)
-    [(m.text, m.start, m.plural) for m in glossary.find("Wash your hands, wear face masks.")]
-    -> [("Wash your hands", 0, False), ("face masks", 22, True)]
+    [(m.text, m.start, m.form) for m in glossary.find("Wash your hands, wear face masks.")]
+    -> [("Wash your hands", 0, ""), ("face masks", 22, "plural")]
 
 Files: UTF-8 (a byte-order mark is fine), one entry a line, `source<TAB>target`
 (`.csv` files: two comma-separated columns, quoted as spreadsheets write
@@ -15,14 +15,26 @@ them). Blank lines and lines starting with `#` are skipped; a first row
 `source, target` (or `en, fr`, `english, french`) is a header and skipped
 too. Spaces around a term are dropped.
 
+A target may list the entry's French forms, the dictionary form first:
+`eye<TAB>œil|yeux`, `hospitalize<TAB>hospitaliser|hospitalisées` (how one is
+chosen: `documents.french_forms.target_form`).
+
 Matching (`Glossary.find`):
 - on words: a term matches whole words of the text (`flu` not in `fluid`),
   its words and punctuation in order, whatever the spacing (`COVID-19`
   matches `COVID - 19` too); never inside a placeholder (`{name}`);
-- case-insensitive by default (`Glossary(exact_case=True)`: as written);
-- English plurals of the term's last word: `-s`, `-es`, `-y` -> `-ies`
-  (`inflect=False`: as written only); an entry written in the plural beats
-  the plural of another;
+- case-insensitive by default (`Glossary(exact_case=True)`: as written), but
+  for a word the entry writes in capitals (`WHO`, `GPU`, the `HIV` of `HIV
+  test`; two letters or more): it matches in capitals only, so `WHO` is not
+  `who` (`acronym_case=False`: any case, as before issue 44);
+- the English forms of its head word (`documents.english_forms`): plurals and
+  possessives of a noun term (`face masks`, `WHO's`), comparatives of an
+  adjective, and for a verb term, one whose target reads as a French verb
+  (`hospitalize -> hospitaliser`) or whose English is only a verb, its
+  `-s`, past, participle and `-ing` forms, irregular ones included
+  (`inflect=False`: as written only; `forms`: which of
+  `english_forms.FORMS`); an entry written in an inflected form beats that
+  form of another (`glasses` over the plural of `glass`);
 - longest match first (in characters; equal lengths: the leftmost), never
   overlapping: with `clinical trial` and `trial`, `clinical trial design`
   gives one match.
@@ -42,8 +54,10 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from documents import english_forms, french_forms
+from documents.english_forms import FORMS, TermForm
 from documents.placeholders import find_placeholders
 
 MAX_ENTRIES = 10_000  # entries per glossary
@@ -51,6 +65,7 @@ MAX_TERM_CHARS = 200  # characters per source or target term
 HEADERS = frozenset({("source", "target"), ("en", "fr"), ("english", "french")})
 FILE_FORMATS = ("tsv", "csv")
 ENTRIES = "entries"  # what a `GlossaryError` names for a list of entries (not a file)
+FORM_SEPARATOR = "|"  # between a target's forms: `œil|yeux`
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")  # a word, or one punctuation character
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>|<!--")
@@ -85,6 +100,8 @@ class GlossaryEntry:
     Attributes:
         source: the English term as written in the glossary.
         target: its French translation; the source itself: do not translate.
+            Several forms separated by `|`: the dictionary form first, then
+            forms the rules cannot make (`œil|yeux`).
     """
 
     source: str
@@ -95,6 +112,11 @@ class GlossaryEntry:
         """The term stays as written in the text (a brand, a product name)."""
         return self.target == self.source
 
+    @property
+    def forms(self) -> tuple[str, ...]:
+        """The target's forms, the dictionary form first."""
+        return tuple(self.target.split(FORM_SEPARATOR))
+
 
 @dataclasses.dataclass(frozen=True)
 class TermMatch:
@@ -104,24 +126,33 @@ class TermMatch:
         entry: the glossary entry.
         start, end: its characters, `text[start:end]`.
         text: the text matched, as written there.
-        plural: matched as an English plural of the entry's last word.
+        form: what English form of the entry it is, one of
+            `english_forms.FORMS`; "" for the entry as written.
+        verb: the entry is read as a verb (its head word is its first).
     """
 
     entry: GlossaryEntry
     start: int
     end: int
     text: str
-    plural: bool = False
+    form: str = ""
+    verb: bool = False
+
+    @property
+    def plural(self) -> bool:
+        """Matched as an English plural (`face masks`, `nurses'`)."""
+        return self.form in ("plural", "plural possessive")
 
 
-@dataclasses.dataclass(frozen=True)
-class _Form:
-    """A way an entry is written: its tokens (the last one maybe inflected)."""
+class _Form(NamedTuple):  # a tuple: quick to make by the 40,000 for a large glossary
+    """A way an entry is written (`english_forms.TermForm`), and which of its tokens
+    must be in the case written (all with `exact_case`, else those in capitals)."""
 
     entry: GlossaryEntry
-    tokens: tuple[str, ...]
-    stem: int  # characters of the last token that are the entry's own (the rest: suffix)
-    plural: bool
+    written: TermForm
+    own: tuple[str, ...]  # the entry's tokens, as written in the glossary
+    capitals: tuple[int, ...]  # the entry's tokens written in capitals (`WHO`)
+    verb: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,29 +164,62 @@ class Glossary:
     Attributes:
         entries: the entries, in the order given (duplicates removed).
         exact_case: match only as written (default: whatever the case).
-        inflect: match the English plurals of a term's last word too.
+        inflect: match the English forms of a term too (see the module docstring).
+        forms: which forms (`english_forms.FORMS`); `{"plural"}`: the plurals
+            of every term's last word, as before issue 44 (measured against).
+        acronym_case: a word written in capitals matches in capitals only.
     """
 
     entries: tuple[GlossaryEntry, ...] = ()
     exact_case: bool = False
     inflect: bool = True
+    forms: frozenset[str] = frozenset(FORMS)
+    acronym_case: bool = True
     _index: dict = dataclasses.field(init=False, repr=False, compare=False)
     _longest: int = dataclasses.field(init=False, repr=False, compare=False)
+    # `merged`'s: a glossary with the same options whose entries' forms are taken as they are.
+    _reuse: dataclasses.InitVar[Glossary | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, _reuse: Glossary | None = None) -> None:
         object.__setattr__(self, "entries", tuple(self.entries))
+        unknown = sorted(set(self.forms) - set(FORMS))
+        if unknown:
+            raise ValueError(f"forms must be among {FORMS}. Received: {unknown}")
         index: dict[tuple[str, ...], list[_Form]] = {}
+        reused: set[int] = set()
+        if _reuse is not None and _reuse._options() == self._options():
+            reused = {id(entry) for entry in _reuse.entries} & {id(e) for e in self.entries}
+            for key, forms in _reuse._index.items():
+                kept = [form for form in forms if id(form.entry) in reused]
+                if kept:
+                    index[key] = kept
         for entry in self.entries:
             if not isinstance(entry, GlossaryEntry):
                 raise TypeError(f"entries must be GlossaryEntry. Received: {entry!r}; "
                                 "use Glossary.from_entries for mappings or pairs")
-            tokens = tuple(_TOKEN.findall(entry.source))
-            index.setdefault(_key(tokens), []).insert(0, _Form(entry, tokens,
-                                                               len(tokens[-1]), False))
-            for form in _plurals(entry, tokens) if self.inflect else ():
-                index.setdefault(_key(form.tokens), []).append(form)
+            if id(entry) not in reused:
+                self._add(index, entry)
         object.__setattr__(self, "_index", index)
         object.__setattr__(self, "_longest", max((len(k) for k in index), default=0))
+
+    def _options(self) -> tuple:
+        """What the forms of an entry depend on (not `exact_case`: checked in `find`)."""
+        return self.inflect, frozenset(self.forms), self.acronym_case
+
+    def _add(self, index: dict[tuple[str, ...], list[_Form]], entry: GlossaryEntry) -> None:
+        """Indexes the entry's forms: as written first (it beats another's inflected form),
+        its inflected forms last."""
+        tokens = tuple(_TOKEN.findall(entry.source))
+        capitals = tuple(k for k, token in enumerate(tokens)
+                         if self.acronym_case and _in_capitals(token))
+        verb = self.inflect and _is_verb(entry, tokens, self.forms)
+        as_written = TermForm(tokens, len(tokens) - 1, len(tokens[-1]), "")
+        index.setdefault(_key(tokens), []).insert(0, _Form(entry, as_written, tokens, capitals,
+                                                           verb))
+        for form in (english_forms.term_forms(tokens, verb, frozenset(self.forms))
+                     if self.inflect else ()):
+            index.setdefault(_key(form.tokens), []).append(
+                _Form(entry, form, tokens, capitals, verb))
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -227,8 +291,11 @@ class Glossary:
         (None: as here). Entries are not checked again: both are checked already."""
         replaced = {_entry_key(entry) for entry in other.entries}
         entries = tuple(e for e in self.entries if _entry_key(e) not in replaced)
+        # This glossary's forms are reused, not made again: a request that adds a few entries
+        # to a 10,000-entry server glossary indexes the few.
         return Glossary(entries + other.entries,
-                        self.exact_case if exact_case is None else exact_case, self.inflect)
+                        self.exact_case if exact_case is None else exact_case, self.inflect,
+                        self.forms, self.acronym_case, self)
 
     def find(self, text: str) -> list[TermMatch]:
         """The entries occurring in `text`, in order (see the module docstring).
@@ -251,9 +318,9 @@ class Glossary:
 
     def _form(self, text: str, tokens: list[tuple[int, int]], key: tuple[str, ...]
               ) -> _Form | None:
-        """The first form of the index written as `tokens` (as written, in exact case)."""
+        """The first form of the index written as `tokens` in a case it allows."""
         for form in self._index.get(key, ()):
-            if not self.exact_case or _same_case(text, tokens, form):
+            if _case_fits(text, tokens, form, self.exact_case):
                 return form
         return None
 
@@ -271,24 +338,36 @@ def _entry_key(entry: GlossaryEntry) -> str:
     return " ".join(_key(_TOKEN.findall(entry.source)))
 
 
-def _same_case(text: str, tokens: list[tuple[int, int]], form: _Form) -> bool:
-    """Whether the tokens are the form as written (an inflection's suffix in any case)."""
-    written = [text[a:b].replace("\u2019", "'") for a, b in tokens]
-    return (written[:-1] == list(form.tokens[:-1])
-            and written[-1][:form.stem] == form.tokens[-1][:form.stem])
+def _in_capitals(token: str) -> bool:
+    """An acronym's way of writing: two letters or more, all capitals (`WHO`, `H1N1`)."""
+    return token.isupper() and sum(c.isalpha() for c in token) >= 2
 
 
-def _plurals(entry: GlossaryEntry, tokens: tuple[str, ...]) -> list[_Form]:
-    """The English plurals of the entry's last word: -s, -es, and -y -> -ies."""
-    last = tokens[-1]
-    if not last.isalpha() or len(last) < 2:
-        return []
-    upper = last.isupper()
-    forms = [(last + ("S" if upper else "s"), len(last)),
-             (last + ("ES" if upper else "es"), len(last))]
-    if last[-1] in "yY" and last[-2].lower() not in "aeiou":
-        forms.append((last[:-1] + ("IES" if upper else "ies"), len(last) - 1))
-    return [_Form(entry, (*tokens[:-1], word), stem, True) for word, stem in forms]
+def _is_verb(entry: GlossaryEntry, tokens: tuple[str, ...], forms: frozenset[str]) -> bool:
+    """Whether the entry is a verb: its first word is only an English verb
+    (`hospitalize`), or can be one and its target reads as a French infinitive
+    (`spread -> se propager`, `wash your hands -> se laver les mains`). A target in
+    -é(e) is no evidence: `outbreak -> flambée` is a noun."""
+    if not forms & english_forms.VERB_FORMS or not tokens[0].isalpha() or entry.keep:
+        return False
+    if english_forms.only_verb(tokens[0]):
+        return True
+    return (english_forms.can_be_verb(tokens[0])
+            and french_forms.kind_of(entry.forms[0]).kind == "infinitive")
+
+
+def _case_fits(text: str, tokens: list[tuple[int, int]], form: _Form, exact: bool) -> bool:
+    """Whether the text's tokens are in the case the form asks: with `exact`, each of the
+    entry's tokens as written (an inflection's ending in any case); else its tokens in
+    capitals in capitals."""
+    checked = range(len(form.own)) if exact else form.capitals
+    head, stem = form.written.head, form.written.stem
+    for k in checked:
+        token = text[slice(*tokens[k])].replace("\u2019", "'")
+        own = form.own[k][:stem] if k == head else form.own[k]
+        if token[:len(own)] != own:
+            return False
+    return True
 
 
 def _longest_first(text: str, found: list[tuple[int, int, _Form]]) -> list[TermMatch]:
@@ -298,7 +377,8 @@ def _longest_first(text: str, found: list[tuple[int, int, _Form]]) -> list[TermM
     for start, end, form in sorted(found, key=lambda m: (m[0] - m[1], m[0])):
         if all(end <= a or b <= start for a, b in taken):
             taken.append((start, end))
-            matches.append(TermMatch(form.entry, start, end, text[start:end], form.plural))
+            matches.append(TermMatch(form.entry, start, end, text[start:end],
+                                     form.written.form, form.verb))
     return sorted(matches, key=lambda m: m.start)
 
 
@@ -365,7 +445,7 @@ def _checked(rows: list[tuple[int, Any, Any]], name: str,
     seen: dict[str, tuple[int, GlossaryEntry]] = {}
     for line, source, target in rows:
         entry = GlossaryEntry(_term(source, "source", name, line),
-                              _term(target, "target", name, line))
+                              _target(target, name, line))
         key = _entry_key(entry)
         if key in seen and seen[key][1].target != entry.target:
             first, other = seen[key]
@@ -378,6 +458,18 @@ def _checked(rows: list[tuple[int, Any, Any]], name: str,
             raise GlossaryError(f"more than MAX_ENTRIES ({MAX_ENTRIES}) entries: split the "
                                 "glossary", name, line)
     return tuple(entry for _, entry in seen.values())
+
+
+def _target(value: Any, name: str, line: int) -> str:
+    """The target checked, each of its forms (`œil|yeux`) stripped and checked."""
+    if not isinstance(value, str) or FORM_SEPARATOR not in value:
+        return _term(value, "target", name, line)
+    forms = [form.strip() for form in value.split(FORM_SEPARATOR)]
+    if not all(forms):
+        raise GlossaryError(f"the target {value.strip()!r} has an empty form: write its forms "
+                            f"separated by {FORM_SEPARATOR!r}, the dictionary form first "
+                            "(`œil|yeux`)", name, line)
+    return FORM_SEPARATOR.join(_term(form, "target", name, line) for form in forms)
 
 
 def _term(value: Any, side: str, name: str, line: int) -> str:

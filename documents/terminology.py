@@ -13,7 +13,8 @@ issue 34):
 
 Placing a term:
 - `found`: the translation already has the term as written (any case, whole
-  words): it is left as it is (the occurrence nearest the aligned words).
+  words), or for a verb a form of it among the aligned words: it is left as
+  it is (the occurrence nearest the aligned words).
 - `aligned`: the target words linked to any word of the term, from the first
   to the last (words between them included), are replaced; punctuation
   before the first and after the last stays, and so does an elided article
@@ -26,11 +27,15 @@ Placing a term:
 - `copied`: `protect_terms` only (below): the model copied the term's
   stand-in, which is replaced.
 
-Written: the entry's target, in the plural when the source matched an English
-plural (`french_plural`: `essai clinique` -> `essais cliniques`); the source
-as written for an entry not to translate (`GlossaryEntry.keep`). A term that
-starts the sentence in place of a capitalised word is capitalised. With
-`articles=True` the article or preposition before the term is adjusted where
+Written: the form of the entry's target the English form asks for
+(`documents.agreement`: `essais cliniques` for `clinical trials`,
+`hospitalisés` for `were hospitalized`), or the model's own form of the same
+verb where its aligned words hold one (`found`); the source as written for an
+entry not to translate (`GlossaryEntry.keep`). A verb's participle keeps the
+French auxiliaries aligned to it (`ont été`), and a possessive the `de` before
+it. A term that starts the sentence in place of a capitalised word is
+capitalised. With `articles=True` (nouns only) the article or preposition
+before the term is adjusted where
 it is cheap to know: elision before a vowel or mute h (`la` -> `l'`, `de` ->
 `d'`, `que` -> `qu'`) and back (`l'` -> `le`/`la`/`les`, `d'` -> `de`), and
 number (`le`/`la`/`l'` -> `les`, `du` -> `des`, `au` -> `aux` before a plural
@@ -58,6 +63,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from documents import agreement
 from documents.glossary import Glossary, TermMatch
 from documents.offsets import word_spans
 from nmt.types import AppliedTerm, Link, Span, Translation  # AppliedTerm: for the clients too
@@ -77,8 +83,13 @@ _ELIDES = {"le": "l'", "la": "l'", "de": "d'", "que": "qu'", "je": "j'", "me": "
            "te": "t'", "se": "s'", "ne": "n'"}
 _PLURAL = {"le": "les", "la": "les", "du": "des", "au": "aux"}
 _CONTRACTED = {"à": "aux", "de": "des"}  # before `les`
-_PREPOSITIONS = frozenset("de d' du des à au aux en pour sur avec par sans contre entre chez"
-                          .split())
+# French auxiliaries (and the reflexive pronoun) that a participle's aligned words may start
+# with, and stay: `ont été hôpitals` -> `ont été hospitalisés`, not `hospitalisés`.
+_AUXILIARIES = frozenset("""a ai as avons avez ont avait avaient avais aura auront aurait
+    auraient eu est sont suis es sommes êtes était étaient étais sera seront serait seraient
+    été fut furent soit soient être avoir se s' s’""".split())
+_VERB_PREPOSITIONS = frozenset("de à pour en sans par".split())
+_OF = frozenset({"de", "du", "des"})  # a possessive's: `WHO's` -> `de l'OMS`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +117,9 @@ class _Term:
     words: tuple[int, ...]  # the source words of the links that hold it
     written: str
     at: Span | None = None  # where the model copied it (`protect_terms`)
+    form: str = ""  # the English form as read (`agreement.Written.form`)
+    accepted: str | None = None  # a pattern for the model's own form of it, kept
+    participle: bool = False  # a verb's participle: the auxiliaries before it stay
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +133,8 @@ class _Edit:
 
 
 def apply_terms(source: str, text: str, word_alignment: Sequence[Link], glossary: Glossary,
-                articles: bool = True, insert: bool = True) -> TermsApplied:
+                articles: bool = True, insert: bool = True, agree: bool = True
+                ) -> TermsApplied:
     """The translation `text` of `source` with the glossary's terms written in.
 
     Args:
@@ -131,6 +146,9 @@ def apply_terms(source: str, text: str, word_alignment: Sequence[Link], glossary
         articles: adjust the article before a term (see the module docstring).
         insert: place a term no target word is aligned to next to its
             neighbour's (`neighbour`); False leaves it out (measured against).
+        agree: write the French form the English form asks for
+            (`documents.agreement`); False: the target, in the plural for an
+            English plural (as before issue 44, measured against).
 
     Returns:
         The new text, links and what was applied; `text` itself when no term
@@ -138,8 +156,8 @@ def apply_terms(source: str, text: str, word_alignment: Sequence[Link], glossary
     """
     matches = glossary.find(source)
     spans = word_spans(source)
-    terms = [_Term(m, _words_in(spans, m.start, m.end), _written(m)) for m in matches]
-    return _place(text, word_alignment, terms, articles, insert)
+    terms = [_term(m, _words_in(spans, m.start, m.end), source, agree) for m in matches]
+    return _place(text, word_alignment, [t for t in terms if t is not None], articles, insert)
 
 
 def apply_glossary(translation: Translation, glossary: Glossary, articles: bool = True
@@ -197,32 +215,13 @@ def _rows(values, kept: Sequence[int | None]) -> np.ndarray | None:
     return out
 
 
-def french_plural(term: str) -> str:
-    """`term` in the plural, by the regular rules, on its words up to a preposition.
-
-    `essai clinique` -> `essais cliniques`, `signal` -> `signaux`, `réseau` ->
-    `réseaux`, `pandémie de coronavirus` -> `pandémies de coronavirus`;
-    words ending in s, x or z, and words in capitals (`OMS`), stay.
-    """
-    words = term.split(" ")
-    for k, word in enumerate(words):
-        if word.casefold() in _PREPOSITIONS or _ELIDED.search(word):
-            break
-        if not word.isalpha() or word.isupper() or word[-1] in "sxzSXZ":
-            continue
-        if word.endswith("al"):
-            words[k] = word[:-2] + "aux"
-        elif word.endswith(("eau", "au", "eu")):
-            words[k] = word + "x"
-        else:
-            words[k] = word + "s"
-    return " ".join(words)
-
-
-def _written(match: TermMatch) -> str:
-    if match.entry.keep:
-        return match.text
-    return french_plural(match.entry.target) if match.plural else match.entry.target
+def _term(match: TermMatch, words: tuple[int, ...], source: str, agree: bool) -> _Term | None:
+    choice = agreement.written(match, source, agree)
+    if choice is None:  # no form fits: left out
+        return None
+    participle = match.verb and choice.form in ("past", "participle")
+    return _Term(match, words, choice.text, form=choice.form, accepted=choice.accepted,
+                 participle=participle)
 
 
 def _words_in(spans: Sequence[Span], start: int, end: int) -> tuple[int, ...]:
@@ -272,6 +271,9 @@ def _aligned_region(text: str, targets: list[Span], linked: dict[int, list[int]]
     js = sorted(j for i in term.words for j in linked.get(i, ()))
     if not js:
         return None, "aligned"
+    skipped = _kept_before(term)
+    while len(js) > 1 and text[slice(*targets[js[0]])].casefold() in skipped:
+        js = js[1:]
     first, last = targets[js[0]], targets[js[-1]]
     start = _LEAD.match(text, *first).end()
     end = last[0] + _TRAIL.search(text[last[0]:last[1]]).start()
@@ -280,13 +282,30 @@ def _aligned_region(text: str, targets: list[Span], linked: dict[int, list[int]]
     return (start, end), "aligned"
 
 
+def _kept_before(term: _Term) -> frozenset[str]:
+    """The words the model wrote before a term's own that stay when aligned to it: a verb's
+    auxiliaries (for the participle, which drops its `se` too) and prepositions (`de`
+    before an infinitive), a possessive's `de`."""
+    if term.participle:
+        return _AUXILIARIES | _VERB_PREPOSITIONS
+    if term.match.verb:
+        return _VERB_PREPOSITIONS
+    return _OF if term.form in ("possessive", "plural possessive") else frozenset()
+
+
 def _written_already(text: str, term: _Term, region: Span | None,
                      edits: Sequence[_Edit]) -> Span | None:
     """Where the translation already has the term as written (any case, whole words) and no
     other term is: the occurrence nearest the aligned region; None if it has none."""
-    pattern = rf"(?<!\w){re.escape(term.written)}(?!\w)"
-    found = [m.span() for m in re.finditer(pattern, text, re.IGNORECASE)
-             if not _taken(m.span(), edits)]
+    found = []
+    if term.written.lower() in text.lower():  # most often not: no pattern to compile
+        pattern = rf"(?<!\w){re.escape(term.written)}(?!\w)"
+        found = [m.span() for m in re.finditer(pattern, text, re.IGNORECASE)
+                 if not _taken(m.span(), edits)]
+    if not found and term.accepted and region is not None:  # the model's form, where aligned
+        found = [m.span() for m in re.finditer(rf"(?<!\w){term.accepted}(?!\w)",
+                                               text[:region[1]], re.IGNORECASE)
+                 if m.start() >= region[0] and not _taken(m.span(), edits)]
     if not found:
         return None
     near = region[0] if region is not None else 0
@@ -328,7 +347,7 @@ def _edit(text: str, region: Span, term: _Term, placement: str, articles: bool) 
                                            or text[start - 1] in "'’") else ""
         after = " " if end < len(text) and (text[end].isalnum() or text[end] in "«(\"'") else ""
     cut, article = (_article(text, start, term.written, _is_plural(term), bool(before))
-                    if articles else (start, ""))
+                    if articles and not term.match.verb else (start, ""))
     head, written = article or before, term.written
     if not re.search(r"\w", text[:cut]):  # the sentence starts here
         replaced = text[cut:end]
@@ -410,7 +429,8 @@ def _rebuilt(text: str, targets: list[Span], links: Sequence[Link],
         spans.append(span)
         match = edit.term.match
         applied.append(AppliedTerm(match.entry.source, edit.replacement[slice(*edit.written)],
-                                   (match.start, match.end), span, edit.placement))
+                                   (match.start, match.end), span, edit.placement,
+                                   match.text, edit.term.form))
         shift += len(edit.replacement) - (edit.end - edit.start)
         shifts.append((edit.start, edit.end, shift))
         cursor = edit.end
@@ -487,7 +507,7 @@ class ProtectedTerms:
 def protect_terms(source: str, glossary: Glossary) -> ProtectedTerms:
     """`source` with each glossary term replaced by a number, `STAND_IN` + k (numbers the
     source holds skipped); see `ProtectedTerms.restore`."""
-    matches = glossary.find(source)
+    matches = [m for m in glossary.find(source) if agreement.written(m, source) is not None]
     taken = set(re.findall(r"\d+", source))
     numbers = (str(n) for n in range(STAND_IN, STAND_IN + len(taken) + len(matches) + 1)
                if str(n) not in taken)
@@ -506,7 +526,7 @@ def protect_terms(source: str, glossary: Glossary) -> ProtectedTerms:
     for a, b in read_words:  # the characters of the source this word of `text` stands for
         start, end = _given_offset(a, matches, read_spans), _given_offset(b, matches, read_spans)
         given_words.append(_words_in(given, start, max(end, start + 1)))
-    terms = tuple(_Term(m, _words_in(read_words, *span), _written(m))
+    terms = tuple(_term(m, _words_in(read_words, *span), source, True)
                   for m, span in zip(matches, read_spans, strict=True))
     return ProtectedTerms(source, text, terms, tuple(stand_ins), tuple(given_words))
 

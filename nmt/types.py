@@ -142,12 +142,19 @@ class AppliedTerm:
 
     Attributes:
         source: the entry's source term, as written in the glossary.
-        target: the text written for it (the entry's target, maybe in the
-            plural), `translation[target_span[0]:target_span[1]]`.
+        target: the text written for it: the form of the entry's target the
+            source asks for (`hospitalisés` for `were hospitalized`), or the
+            model's own form of it where kept (placement `found`);
+            `translation[target_span[0]:target_span[1]]`.
         source_span: `(start, end)` of the term in the source.
         target_span: `(start, end)` of what was written in the translation.
         placement: how its place was found: `found`, `aligned`, `neighbour`
             or `copied` (`documents.terminology.PLACEMENTS`).
+        matched: the source's words the entry matched, as written there
+            (`hospitalized`); "" from a server that does not say.
+        form: the English form they were read as, one of
+            `documents.english_forms.FORMS` (`plural`, `participle`...);
+            "" for the entry as written.
     """
 
     source: str
@@ -155,6 +162,8 @@ class AppliedTerm:
     source_span: Span
     target_span: Span
     placement: str
+    matched: str = ""
+    form: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -63,7 +63,8 @@ def hypothesis_to_proto(hypothesis: Hypothesis, with_alignment: bool,
 def _terms_to_proto(terms: Sequence[AppliedTerm]) -> list:
     return [pb2.AppliedTerm(source=t.source, target=t.target, source_start=t.source_span[0],
                             source_end=t.source_span[1], target_start=t.target_span[0],
-                            target_end=t.target_span[1], placement=_PLACEMENTS[t.placement])
+                            target_end=t.target_span[1], placement=_PLACEMENTS[t.placement],
+                            matched=t.matched, form=t.form)
             for t in terms]
 
 
@@ -158,7 +159,8 @@ def _terms_from_proto(messages) -> tuple[AppliedTerm, ...]:
     """`AppliedTerm`s; a placement this client does not know reads as `""`."""
     return tuple(AppliedTerm(m.source, m.target, (m.source_start, m.source_end),
                              (m.target_start, m.target_end),
-                             _PLACEMENT_NAMES.get(m.placement, "")) for m in messages)
+                             _PLACEMENT_NAMES.get(m.placement, ""), m.matched, m.form)
+                 for m in messages)
 
 
 def _vector(values) -> np.ndarray | None:

@@ -302,9 +302,11 @@ def _print_translations(results, with_alignment: bool) -> None:
         if with_alignment:
             print(format_alignment_table(result))
             for term in result.best.applied_terms:
-                print(f"glossary: {term.source!r} {term.source_span[0]}:{term.source_span[1]} "
-                      f"-> {term.target!r} {term.target_span[0]}:{term.target_span[1]} "
-                      f"({term.placement})")
+                form = f", {term.form}" if term.form else ""
+                matched = f" as {term.matched!r}" if term.matched != term.source else ""
+                print(f"glossary: {term.source!r}{matched} {term.source_span[0]}:"
+                      f"{term.source_span[1]} -> {term.target!r} {term.target_span[0]}:"
+                      f"{term.target_span[1]} ({term.placement}{form})")
             print(f"pharaoh: {result.best.pharaoh()}\n")
 
 

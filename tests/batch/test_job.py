@@ -301,7 +301,8 @@ def test_a_glossary_is_written_into_each_record_and_the_engine_reads_as_without(
     assert two["translation"] == "Deux mots"
     assert two["applied_terms"] == [{"source": "two words", "target": "Deux mots",
                                      "source_span": [0, 9], "target_span": [0, 9],
-                                     "placement": "aligned"}]
+                                     "placement": "aligned", "matched": "two words",
+                                     "form": ""}]
     assert records[0]["applied_terms"] == [] and records[2]["error"] == "empty line"
     assert "applied_terms" not in read_records(plain.output)[0], "as before without a glossary"
 

@@ -31,14 +31,15 @@ def test_translation_record_schema():
 def test_a_job_with_a_glossary_lists_the_terms_applied_before_the_error_field():
     translation = fake_translation(SOURCE.text)
     best = dataclasses.replace(translation.best, text="I LIKE THE mer.", applied_terms=(
-        AppliedTerm("sea", "mer", (11, 14), (11, 14), "aligned"),))
+        AppliedTerm("sea", "mer", (11, 14), (11, 14), "aligned", "sea", ""),))
     glossed = dataclasses.replace(translation, nbest=(best,))
 
     record = translation_record(SOURCE, glossed, glossary=True)
 
     assert list(record)[-2:] == ["applied_terms", "error"]
     assert record["applied_terms"] == [{"source": "sea", "target": "mer", "source_span": [11, 14],
-                                        "target_span": [11, 14], "placement": "aligned"}]
+                                        "target_span": [11, 14], "placement": "aligned",
+                                        "matched": "sea", "form": ""}]
     assert translation_record(SOURCE, translation, glossary=True)["applied_terms"] == []
     assert "applied_terms" not in translation_record(SOURCE, glossed)
 

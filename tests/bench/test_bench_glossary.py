@@ -8,8 +8,10 @@ import pytest
 from bench.glossary import (
     Translations,
     compare,
+    dictionary_entry,
     main,
     reference_form,
+    reference_form_matches,
     singular_entry,
     term_matches,
     window_overlap,
@@ -51,6 +53,18 @@ def test_reference_form_and_singular_entry():
     assert singular_entry({"source": "virus", "targets": ["virus"]}) is None
 
 
+def test_dictionary_entry_and_the_reference_form_count():
+    verb = {"source": "hospitalize", "targets": ["hospitalisés", "hospitaliser"]}
+    assert (dictionary_entry(verb).source, dictionary_entry(verb).target) == (
+        "hospitalize", "hospitaliser")
+    noun = {"source": "symptoms", "targets": ["symptômes", "symptôme"]}
+    assert (dictionary_entry(noun).source, dictionary_entry(noun).target) == (
+        "symptom", "symptôme")
+    row = {"reference": "trois patients hospitalisés", "terms": [verb]}
+    assert reference_form_matches([row], ["trois patients hospitaliser"]) == 0
+    assert reference_form_matches([row], ["trois patients hospitalisés"]) == 1
+
+
 def test_window_overlap():
     assert window_overlap(ROWS[:1], ["vos symptômes vont partir"]) == 2 / 3
     assert window_overlap(ROWS[:1], ["rien"]) == 0.0
@@ -64,6 +78,10 @@ def test_compare_every_method_on_a_model_that_knows_no_term(tmp_path):
     assert found["aligned"]["placed"]["aligned"] == 2
     assert found["protected (stand-ins)"]["placed"]["copied"] == 2  # it copies numbers
     assert found["terms found"] == 2
+    steps = [found[name]["matched"] for name in ("as before issue 44", "+ English forms",
+                                                  "+ French agreement")]
+    assert steps == [2, 2, 2]
+    assert found["dictionary"]["aligned"]["terms"] == 2
     assert "your symptoms will pass" in json.loads(cache.read_text())
     again = compare(ROWS, Translations(None, cache))  # all in the cache: no model needed
     assert again["aligned"]["bleu"] == found["aligned"]["bleu"]

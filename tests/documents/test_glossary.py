@@ -122,12 +122,27 @@ def test_matches_never_overlap_the_longer_wins_then_the_leftmost():
 
 def test_case_insensitive_by_default_exact_case_on_request():
     pairs = (("WHO", "OMS"), ("flu", "grippe"))
+    # Issue 44: a term written in capitals matches in capitals only (was: `Who` too).
     assert found(glossary(*pairs), "Who said FLU? The WHO.") == [
-        ("Who", "OMS"), ("FLU", "grippe"), ("WHO", "OMS")]
+        ("FLU", "grippe"), ("WHO", "OMS")]
     exact = glossary(*pairs, exact_case=True)
     assert found(exact, "Who said FLU? The WHO and the flu.") == [("WHO", "OMS"),
                                                                   ("flu", "grippe")]
-    assert found(dataclasses.replace(exact, exact_case=False), "who") == [("who", "OMS")]
+    assert found(dataclasses.replace(exact, exact_case=False, acronym_case=False), "who") == [
+        ("who", "OMS")]
+
+
+def test_an_acronym_matches_in_capitals_only_and_other_terms_in_any_case():
+    terms = glossary(("WHO", "OMS"), ("Apple", "Apple"), ("apple pie", "tarte aux pommes"),
+                     ("HIV test", "test VIH"), ("ATM", "DAB"))
+    text = "The people who were tested, the WHO and WHO's staff"
+    assert found(terms, text) == [("WHO", "OMS"), ("WHO's", "OMS")]
+    assert found(terms, "an apple, APPLE, Apple") == [("apple", "Apple"), ("APPLE", "Apple"),
+                                                      ("Apple", "Apple")]
+    assert found(terms, "Apple Pie") == [("Apple Pie", "tarte aux pommes")]
+    assert found(terms, "an HIV Test, an hiv test") == [("HIV Test", "test VIH")]
+    assert found(terms, "two ATMs, two atms") == [("ATMs", "DAB")], "the ending in any case"
+    assert found(dataclasses.replace(terms, acronym_case=False), "who") == [("who", "OMS")]
 
 
 def test_english_plurals_s_es_ies_unless_turned_off():
@@ -140,6 +155,62 @@ def test_english_plurals_s_es_ies_unless_turned_off():
     assert terms.find("the mask")[0].plural is False
     assert found(glossary(("mask", "masque"), inflect=False), "masks and a mask") == [
         ("mask", "masque")]
+
+
+def test_verb_forms_of_a_verb_entry_regular_and_irregular():
+    terms = glossary(("hospitalize", "hospitaliser"), ("take", "prendre"),
+                     ("spread", "se propager"))
+    text = ("hospitalize, hospitalizes, hospitalized, hospitalizing; take, takes, took, taken, "
+            "taking; spread, spreads, spreading")
+    matches = terms.find(text)
+    assert [(m.text, m.form) for m in matches] == [
+        ("hospitalize", ""), ("hospitalizes", "third person"), ("hospitalized", "past"),
+        ("hospitalizing", "ing"), ("take", ""), ("takes", "third person"), ("took", "past"),
+        ("taken", "participle"), ("taking", "ing"), ("spread", ""),
+        ("spreads", "third person"), ("spreading", "ing")]
+    assert all(m.verb for m in matches)
+    assert found(glossary(("hospitalize", "hospitaliser"), inflect=False),
+                 "hospitalized, hospitalize") == [("hospitalize", "hospitaliser")]
+
+
+def test_a_verb_entry_is_told_by_its_french_infinitive_or_an_english_verb_only():
+    # `spread` is a noun and a verb: a French noun makes the entry a noun.
+    noun = glossary(("spread", "propagation"), ("outbreak", "flambée"), ("nurse", "infirmier"))
+    assert [(m.text, m.form, m.verb) for m in noun.find("spreads, spreading, outbreaks, nurses")
+            ] == [("spreads", "plural", False), ("outbreaks", "plural", False),
+                  ("nurses", "plural", False)]
+    # `infect` is only a verb, whatever its target.
+    assert [m.form for m in glossary(("infect", "infection")).find("infected")] == ["past"]
+
+
+def test_multi_word_terms_inflect_their_head_word():
+    terms = glossary(("face mask", "masque"), ("wash your hands", "se laver les mains"),
+                     ("cup of tea", "tasse de thé"))
+    assert [(m.text, m.form) for m in terms.find(
+        "Face masks; washed your hands, washing your hands; two cups of tea.")] == [
+        ("Face masks", "plural"), ("washed your hands", "past"),
+        ("washing your hands", "ing"), ("cups of tea", "plural")]
+    assert [m.text for m in glossary(("wash your hand", "se laver la main")).find(
+        "wash your hands")] == ["wash your hands"], "a verb's object in the plural too"
+
+
+def test_possessives_and_comparatives():
+    terms = glossary(("WHO", "OMS"), ("nurse", "infirmière"), ("child", "enfant"),
+                     ("severe", "grave"), ("test", "test"))
+    assert [(m.text, m.form) for m in terms.find(
+        "WHO's staff, the nurse's, the nurses’ room, children's")] == [
+        ("WHO's", "possessive"), ("nurse's", "possessive"), ("nurses’", "plural possessive"),
+        ("children's", "plural possessive")]
+    assert [(m.text, m.form) for m in terms.find("severer, the severest, a tester")] == [
+        ("severer", "comparative"), ("severest", "superlative")], "`test` has none"
+
+
+def test_alternative_target_forms_are_read_and_checked():
+    read = Glossary.parse("eye\t œil | yeux \n")
+    assert read.entries[0].target == "œil|yeux"
+    assert read.entries[0].forms == ("œil", "yeux")
+    with pytest.raises(GlossaryError, match=r"line 1: the target 'œil\|' has an empty form"):
+        Glossary.parse("eye\tœil|\n")
 
 
 def test_an_entry_in_the_plural_beats_the_plural_of_another():
@@ -188,3 +259,7 @@ def test_merged_entries_of_the_other_replace_the_same_terms_here():
     assert [m.entry.target for m in merged.find("Flu and face masks")] == ["influenza", "masque"]
     assert base.merged(extra, exact_case=True).find("FLU") == []
     assert len(base) == 2, "neither glossary changes"
+    text = "Face masks, flu, the hand's, hands"
+    assert merged.find(text) == Glossary(merged.entries).find(text), "its forms reused as made"
+    assert dataclasses.replace(merged, acronym_case=False).find("FLU")[0].entry.target == (
+        "influenza")

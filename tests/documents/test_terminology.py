@@ -9,7 +9,6 @@ from documents.terminology import (
     STAND_IN,
     apply_glossary,
     apply_terms,
-    french_plural,
     protect_terms,
 )
 from nmt.types import Hypothesis, Translation
@@ -146,6 +145,96 @@ def test_non_ascii_and_curly_apostrophes():
     assert result.text == "la fin de l’épidémie"
 
 
+HOSPITALIZE = ("hospitalize", "hospitaliser")
+
+
+@pytest.mark.parametrize(("source", "target", "links", "expected", "form"), [
+    # Issue 44: a plural form of `be` asks for the plural participle; its auxiliaries stay
+    # even where they are aligned to the verb.
+    ("Three patients were hospitalized yesterday.", "Trois patients ont été hôpitals hier.",
+     [(0, 0), (1, 1), (2, 2), (3, 3), (3, 4), (4, 5)],
+     "Trois patients ont été hospitalisés hier.", "participle"),
+    ("One patient was hospitalized.", "Un patient a été hôpital.",
+     [(0, 0), (1, 1), (2, 2), (3, 3), (3, 4)], "Un patient a été hospitalisé.", "participle"),
+    ("They have been hospitalized.", "Ils ont été hôpitals.", [(0, 0), (1, 1), (2, 2), (3, 3)],
+     "Ils ont été hospitalisés.", "participle"),
+    # `have` alone: the participle does not agree.
+    ("They have hospitalized three men.", "Ils ont hôpital trois hommes.",
+     [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)], "Ils ont hospitalisé trois hommes.",
+     "participle"),
+    # No auxiliary: the plural noun beside it.
+    ("hospitalized patients", "patients hôpital", [(0, 1), (1, 0)],
+     "patients hospitalisés", "past"),
+    # `-s`: the third person; `-ing` and the dictionary form: the infinitive.
+    ("The virus spreads fast.", "Le virus court vite.", [(0, 0), (1, 1), (2, 2), (3, 3)],
+     "Le virus se propage vite.", "third person"),
+    ("Avoid spreading it.", "Évitez de courir.", [(0, 0), (1, 1), (1, 2)],
+     "Évitez de se propager.", "ing"),
+])
+def test_a_verb_is_written_in_the_form_its_english_asks_for(source, target, links, expected,
+                                                            form):
+    result = apply(source, target, links, HOSPITALIZE, ("spread", "se propager"))
+    assert result.text == expected
+    [term] = result.applied
+    assert term.form == form
+    assert term.matched == source[slice(*term.source_span)]
+
+
+def test_the_models_own_form_of_the_verb_is_kept():
+    result = apply("The virus spreads fast.", "Le virus se propageait vite.",
+                   [(0, 0), (1, 1), (2, 2), (2, 3), (3, 4)], ("spread", "se propager"))
+    assert result.text == "Le virus se propageait vite."
+    assert (result.applied[0].target, result.applied[0].placement) == ("propageait", "found")
+    # ... but not a participle of the wrong number.
+    wrong = apply("Three men were hospitalized.", "Trois hommes ont été hospitalisé.",
+                  [(0, 0), (1, 1), (2, 2), (3, 3), (3, 4)], HOSPITALIZE)
+    assert wrong.text == "Trois hommes ont été hospitalisés."
+
+
+def test_a_verb_entry_used_as_a_noun_takes_its_noun_form_or_is_left_out():
+    links = [(0, 0), (1, 1), (2, 2), (3, 3)]
+    source, target = "The spread continues.", "La diffusion continue ."
+    assert apply(source, target, links[:3], ("spread", "se propager")).applied == ()
+    result = apply(source, target, links[:3], ("spread", "se propager|propagation"))
+    assert result.text == "La propagation continue ."
+    assert apply("Two coughs.", "Deux toux.", links[:2],
+                 ("cough", "tousser|toux")).text == "Deux toux."
+
+
+def test_the_old_way_writes_the_target_as_given():
+    result = apply("Three patients were hospitalized.", "Trois patients ont été hôpitals.",
+                   [(0, 0), (1, 1), (2, 2), (3, 3), (3, 4)], HOSPITALIZE, agree=False)
+    assert result.text == "Trois patients ont été hospitaliser."
+
+
+def test_alternative_forms_the_one_the_source_asks_for_is_written():
+    pair = ("eye", "œil|yeux")
+    assert apply("my eyes", "mes mains", [(0, 0), (1, 1)], pair).text == "mes yeux"
+    assert apply("my eye", "ma main", [(0, 0), (1, 1)], pair).text == "ma œil"
+    feminine = ("hospitalize", "hospitaliser|hospitalisées")
+    assert apply("Nurses were hospitalized.", "Les infirmières ont été hôpital.",
+                 [(0, 0), (0, 1), (1, 2), (1, 3), (2, 4)], feminine).text == (
+        "Les infirmières ont été hospitalisées.")
+
+
+def test_possessive_and_comparative_terms():
+    result = apply("The WHO's advice", "Le conseil de l'organisation",
+                   [(0, 0), (1, 2), (1, 3), (2, 1)], ("WHO", "OMS"))
+    assert result.text == "Le conseil de l'OMS"  # the `de` of the possessive stays
+    assert (result.applied[0].matched, result.applied[0].form) == ("WHO's", "possessive")
+    comparative = apply("a severer case", "un cas dur", [(0, 0), (1, 2), (2, 1)],
+                        ("severe", "grave"))
+    assert comparative.text == "un cas plus grave"
+
+
+def test_who_the_pronoun_is_left_alone():
+    source = "The people who were tested stayed at home."
+    target = "Les gens qui ont été testés sont restés à la maison."
+    result = apply(source, target, [(0, 0), (1, 1), (2, 2), (3, 3), (3, 4), (4, 5)],
+                   ("WHO", "OMS"))
+    assert (result.text, result.applied) == (target, ())
+
+
 def test_apply_glossary_rewrites_every_hypothesis_with_its_rows():
     def hypothesis(text, links):
         words = len(text.split())
@@ -182,15 +271,6 @@ def test_each_hypothesis_carries_its_own_terms():
         "grippe", "grippe"]
     assert new.nbest[1].applied_terms[0].placement == "neighbour"
     assert all(h.applied_terms == () for h in translation.nbest), "the input is not changed"
-
-
-def test_french_plural():
-    assert french_plural("essai clinique") == "essais cliniques"
-    assert french_plural("pandémie de coronavirus") == "pandémies de coronavirus"
-    assert french_plural("signal") == "signaux"
-    assert french_plural("réseau") == "réseaux"
-    assert french_plural("virus") == "virus"
-    assert french_plural("OMS") == "OMS"
 
 
 def test_protected_terms_are_read_as_numbers_and_put_back():

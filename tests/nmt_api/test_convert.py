@@ -190,7 +190,7 @@ def test_model_info_carries_the_models_default_decoding():
     assert convert.model_info_from_proto(pb2.GetModelInfoResponse())["default_options"] == {}
 
 
-TERM = AppliedTerm("face mask", "masques", (9, 20), (10, 17), "aligned")
+TERM = AppliedTerm("face mask", "masques", (9, 20), (10, 17), "aligned", "face masks", "plural")
 
 
 def test_applied_terms_round_trip_per_hypothesis_and_per_document():
@@ -216,6 +216,7 @@ def test_applied_terms_round_trip_per_hypothesis_and_per_document():
     assert (message.source_start, message.source_end, message.target_start,
             message.target_end) == (9, 20, 10, 17)
     assert message.placement == pb2.TERM_PLACEMENT_ALIGNED
+    assert (message.matched, message.form) == ("face masks", "plural")
 
 
 def test_a_translation_without_terms_is_the_same_bytes_as_before_the_field():

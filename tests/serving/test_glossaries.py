@@ -380,6 +380,21 @@ def test_http_translate_answers_the_terms_as_json(server):
     assert {t["placement"] for t in terms} <= {"TERM_PLACEMENT_" + p.upper() for p in PLACEMENTS}
 
 
+def test_the_form_matched_and_the_form_written_reach_every_client(server, client):
+    entries = [("black cat", "chat noir")]
+    [translation] = client.translate(["Two black cats."], FAST, glossary=entries)
+    status, answer = _http(server, "POST", "/v1/translate", {
+        "sentences": ["Two black cats."], "options": {"beamSize": 2},
+        "glossary": {"entries": [{"source": "black cat", "target": "chat noir"}]}})
+
+    [term] = translation.best.applied_terms
+    assert (term.matched, term.form, term.target) == ("black cats", "plural", "chats noirs")
+    assert status == 200
+    [as_json] = answer["translations"][0]["hypotheses"][0]["appliedTerms"]
+    assert (as_json["matched"], as_json["form"], as_json["target"]) == (
+        "black cats", "plural", "chats noirs")
+
+
 def test_a_changed_file_is_reloaded_and_a_bad_one_keeps_the_version_in_use(
         server, client, glossary_dir, caplog):
     path = glossary_dir / "animals.tsv"
