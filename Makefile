@@ -1,11 +1,11 @@
 # `make serve` sets everything up and starts the service; `make test` runs lint, the docs build
-# and the tests.
+# and the tests (`make test-slow`: the slow end-to-end ones).
 PY := .venv/bin/python
 STAMP := .venv/.installed
 
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: test serve bench install export docs
+.PHONY: test test-slow serve bench install export docs
 
 $(PY):
 	python3 -m venv .venv
@@ -18,10 +18,19 @@ $(STAMP): pyproject.toml setup.py | $(PY)
 
 install: $(STAMP)
 
+# The tests on every core (pytest-xdist: a worker a core, at most 4, tests/conftest.py), a
+# test module at a time per worker, so that a module's exports and servers are built once.
+PYTEST := $(PY) -m pytest -n auto --dist loadfile
+
 test: $(STAMP)
 	.venv/bin/ruff check .
 	$(MAKE) --no-print-directory docs
-	$(PY) -m pytest
+	$(PYTEST) -m "not slow"
+
+# The end-to-end checks that `make test` leaves out (marked `slow`: training runs, the
+# two-worker run, the client's own install, the backends compared); CI runs both.
+test-slow: $(STAMP)
+	$(PYTEST) -m slow
 
 # The documentation site (docs/, mkdocs.yml), strict: a broken link or anchor, or a page
 # missing from the nav, fails it.

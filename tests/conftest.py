@@ -13,6 +13,29 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
 FIXTURES_DIR = TESTS_DIR / "fixtures"
+# A worker holds TensorFlow and its module's exports (up to about 4 GB): `-n auto` makes one
+# a core, at most this many.
+MAX_WORKERS = 4
+# The directories whose modules take longest, scheduled first so that no long module is
+# left running alone at the end of a parallel run (`--dist loadfile` hands out modules in
+# collection order).
+LONGEST_FIRST = ("training", "nmt/inference", "nmt/test_backends.py", "nmt/test_model.py",
+                 "nmt_cli", "batch", "bench")
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto`: a worker per core this process may use, at most `MAX_WORKERS`."""
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The longest directories first; the order within each stays as collected."""
+    def rank(item) -> int:
+        where = Path(str(item.path)).relative_to(TESTS_DIR).as_posix()
+        return next((k for k, prefix in enumerate(LONGEST_FIRST) if where.startswith(prefix)),
+                    len(LONGEST_FIRST))
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(scope="session")

@@ -3,11 +3,14 @@ row of each model's default decoding is marked."""
 
 import json
 
+import pytest
+
 from bench import distill_table
 from nmt.inference.export import export_saved_model
 from tests.conftest import make_tiny_module
 
 
+@pytest.mark.slow
 def test_table_of_a_teacher_and_a_greedy_student(tiny_model_dir, tiny_tokenizers,
                                                  tiny_pairs_path, tmp_path, capsys):
     student = make_tiny_module(tiny_tokenizers)

@@ -30,6 +30,7 @@ def sentences(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_a_column_per_export_of_its_translations_at_its_default_decoding(
         tiny_model_dir, tiny_tokenizers, sentences, tmp_path, capsys):
     student = make_tiny_module(tiny_tokenizers)

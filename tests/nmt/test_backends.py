@@ -95,6 +95,7 @@ def probed(tmp_path_factory):
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_backends_compute_what_tensorflow_does_with_the_same_weights(name, backend, probed):
@@ -109,6 +110,7 @@ def test_backends_compute_what_tensorflow_does_with_the_same_weights(name, backe
                                    rtol=TOLERANCE, err_msg=f"{name} on {backend}: {output}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["tensorflow", *OTHER_BACKENDS])
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_padding_on_the_right_changes_no_output(name, backend, probed):

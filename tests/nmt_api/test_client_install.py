@@ -23,6 +23,9 @@ from pathlib import Path
 
 import pytest
 
+# End-to-end: `make test-slow` (and CI) runs it; `make test` leaves it out.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 SENTENCE = "The cat is black."
 DEFAULT_INDEX = "https://pypi.org/simple"

@@ -16,6 +16,9 @@ from nmt.types import DecodeOptions
 from tests.conftest import make_tiny_module
 from training import distill
 
+# End-to-end: `make test-slow` (and CI) runs it; `make test` leaves it out.
+pytestmark = pytest.mark.slow
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 WINDOW = 100  # the teacher's job commits every 100 sources: 3 windows of the fixture
 TEACHER_SCORES = {"test_bleu": 12.5, "alibi_aer": 0.61}

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import yaml
 
@@ -81,6 +82,7 @@ def attention_aer(run_dir: Path) -> float:
     return alignment_scores(predicted, gold, gold).aer
 
 
+@pytest.mark.slow
 def test_guided_attention_aligns_better_than_unguided(tmp_path):
     plain = train_module.run(write_run_config(tmp_path, "plain", False), tmp_path / "plain")
     guided_config = write_run_config(tmp_path, "guided", True)

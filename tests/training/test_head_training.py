@@ -60,6 +60,7 @@ def plain_run(tmp_path_factory):
     return tmp_path, run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("context, agreement", [(0, "none"), (8, "none"), (8, "separate")])
 def test_frozen_head_aligns_far_better_and_changes_no_translation(plain_run, context,
                                                                   agreement):
@@ -90,6 +91,7 @@ def test_frozen_head_aligns_far_better_and_changes_no_translation(plain_run, con
     assert (run / "tokenizer" / "tokenizer.json").exists()
 
 
+@pytest.mark.slow
 def test_joint_head_trains_with_the_model(plain_run):
     tmp_path, _ = plain_run
     run = train_module.run(head_config(tmp_path, "joint", "joint", steps=250),
@@ -98,6 +100,7 @@ def test_joint_head_trains_with_the_model(plain_run):
     assert aer(out) < 0.15, aer(out)
 
 
+@pytest.mark.slow
 def test_frozen_needs_a_start_and_a_matching_model(plain_run):
     tmp_path, plain = plain_run
     path = head_config(tmp_path, "nostart", "frozen")

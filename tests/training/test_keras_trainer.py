@@ -64,6 +64,7 @@ def jax_run(tmp_path_factory, tiny_pairs, tiny_tokenizers):
     return out, shards_dir, run
 
 
+@pytest.mark.slow
 def test_a_jax_run_leaves_checkpoints_a_history_and_averaged_weights(jax_run):
     out, _, run = jax_run
     summary = json.loads((out / "summary.json").read_text())
@@ -81,6 +82,7 @@ def test_a_jax_run_leaves_checkpoints_a_history_and_averaged_weights(jax_run):
     assert index["steps"] == [3, 6]
 
 
+@pytest.mark.slow
 def test_resume_continues_from_the_last_checkpoint(jax_run, tmp_path):
     _, shards_dir, run = jax_run
     env = {**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}
@@ -96,6 +98,7 @@ def test_resume_continues_from_the_last_checkpoint(jax_run, tmp_path):
     assert json.loads((copy / "summary.json").read_text())["steps"] == 8
 
 
+@pytest.mark.slow
 def test_jax_weights_export_on_tensorflow_and_translate_as_the_model_does(jax_run, tmp_path):
     import tensorflow as tf
 
@@ -131,6 +134,7 @@ def test_nmt_train_on_another_backend_asks_for_shards(tmp_path, capsys):
     assert "nmt shards" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_two_devices_train_as_one_with_data_parallelism(jax_run, tmp_path):
     """Two virtual CPU devices (keras.distribution.DataParallel): the same steps give
     the same weights as one device, up to the order of float additions."""

@@ -25,6 +25,9 @@ from training import train as train_module
 from training.config import load_config
 from training.train import load_corpora
 
+# End-to-end: `make test-slow` (and CI) runs it; `make test` leaves it out.
+pytestmark = pytest.mark.slow
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
 WORKERS = 2

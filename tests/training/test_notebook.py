@@ -73,6 +73,7 @@ def test_notebook_is_stored_without_outputs():
     assert all(not cell.outputs and cell.execution_count is None for cell in code_cells)
 
 
+@pytest.mark.slow
 def test_notebook_trains_exports_and_packages_a_tiny_model(tmp_path, this_interpreter_kernel):
     from nmt.inference.export import read_metadata
 

@@ -97,6 +97,7 @@ def documented_run_files() -> set[str]:
     return set(re.findall(r"<run>/([^/\s]+)", train_module.__doc__))
 
 
+@pytest.mark.slow
 def test_resume_continues_exactly(tmp_path):
     config = write_config(tmp_path, max_steps=6, eval_every=100)
     straight = train_module.run(config, tmp_path / "straight")
@@ -111,6 +112,7 @@ def test_resume_continues_exactly(tmp_path):
 GUIDED = {"type": "ce", "weight": 1.0}
 
 
+@pytest.mark.slow
 def test_resume_continues_exactly_with_guided_alignment(tmp_path):
     # eflomal samples without a settable seed, so both runs read the first run's file;
     # a resumed run always reads its own run's file.
@@ -154,6 +156,7 @@ def test_join_settings_are_checked(tmp_path, data):
         load_config(write_config(tmp_path, data=data))
 
 
+@pytest.mark.slow
 def test_guidance_changes_the_update(tmp_path):
     plain = train_module.run(write_config(tmp_path, "plain", max_steps=3, eval_every=100),
                              tmp_path / "plain")
@@ -222,6 +225,7 @@ def test_run_directory_keeps_the_effective_config(tmp_path):
     assert Path(saved.data.train).is_absolute()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", [{}, {"alignment_head": "general", "alignment_head_context": 8}])
 def test_a_mixed_bfloat16_run_evaluates_on_dev(tmp_path, model):
     """Under the mixed_bfloat16 policy the model's states come in bfloat16 while the
@@ -257,6 +261,7 @@ def test_a_dev_set_with_domains_scores_each_domain(tmp_path):
         assert 0.0 <= scores["bleu"] <= 100.0 and 0.0 <= scores["chrf"] <= 100.0
 
 
+@pytest.mark.slow
 def test_a_run_can_start_from_another_run(tmp_path):
     first = train_module.run(write_config(tmp_path, max_steps=4), tmp_path / "first")
     path = write_config(tmp_path, name="warm", max_steps=2, learning_rate=1e-9)

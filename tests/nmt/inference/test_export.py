@@ -433,6 +433,7 @@ def signature_spec(signature) -> tuple:
                         for name, info in tensors.items()))
 
 
+@pytest.mark.slow
 def test_an_export_carries_both_paths_by_default(exports, bfloat16_export, tmp_path):
     from nmt_cli.main import main
 
@@ -608,6 +609,7 @@ def test_with_a_shortlist_a_sentence_translates_the_same_alone_and_in_a_batch(mo
                                    atol=running_sum_tolerance(together["piece_scores"][i]))
 
 
+@pytest.mark.slow
 def test_cli_builds_a_shortlist_that_reexports_keep(exports, tiny_pairs_path, tmp_path):
     from nmt_cli.main import main
 

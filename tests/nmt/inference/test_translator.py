@@ -94,6 +94,7 @@ def test_auto_translates_on_the_path_the_cpu_runs_best(both_model_dir, flags, ex
     assert [r.score for r in got] == [r.score for r in want]
 
 
+@pytest.mark.slow
 def test_each_path_translates_as_the_one_path_export_of_its_precision(both_model_dir,
                                                                       tiny_model_dir, tmp_path):
     from nmt.inference.export import export_saved_model
