@@ -9,7 +9,7 @@ reference uses (else the first). Translated with the shipped model:
 - none: the plain translation;
 - aligned (approach (a), `documents.terminology.apply_terms`): the
   target words aligned to each term replaced by its glossary target, step
-  by step as issue 44 built it: as before (English plurals only), + the
+  step by step: as before (English plurals only), + the
   English forms of the source (`documents.english_forms`), + the French form
   the English asks for (`documents.agreement`), + acronyms matched in
   capitals only (what ships); then what ships without the article
@@ -26,7 +26,7 @@ match also takes `hospitaliser`), window overlap
 it in the output), BLEU and chrF against the reference (sacrebleu), the terms
 placed by alignment / next to a neighbour (no target word aligned) / as a
 copied stand-in, and sentences per second (translation included; the glossary
-step's own milliseconds per sentence below). Then issue 44's steps again with
+step's own milliseconds per sentence below). Then the inflection and case steps again with
 each sentence's glossary in dictionary forms (`dictionary_entry`:
 `hospitalize -> hospitaliser`, `symptoms -> symptôme`), and what
 English plural matching buys: each term written in the singular (`symptoms`
@@ -74,10 +74,10 @@ WINDOW = 2  # words on each side of a term, for the window overlap
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 # The variants of approach (a): name, the glossary's options, `apply_terms`'s options.
-# The first four are issue 44's steps, each adding one; the fourth is what ships.
+# The first four are the inflection and case steps, each adding one; the fourth is what ships.
 SHIPS = "aligned"
 ALIGNED = (
-    ("as before issue 44", {"forms": frozenset({"plural"}), "acronym_case": False},
+    ("plurals only", {"forms": frozenset({"plural"}), "acronym_case": False},
      {"agree": False}),
     ("+ English forms", {"acronym_case": False}, {"agree": False}),
     ("+ French agreement", {"acronym_case": False}, {}),
@@ -328,7 +328,7 @@ def compare(rows: Sequence[dict], translations: Translations) -> dict:
 
 
 def dictionary_forms(rows: Sequence[dict], plain: Sequence[Output], translated: float) -> dict:
-    """Issue 44's steps (the first four of `ALIGNED`) with each sentence's glossary in
+    """The inflection and case steps (the first four of `ALIGNED`) with each sentence's glossary in
     dictionary forms (`dictionary_entry`): what inflection on both sides buys."""
     out = {}
     for name, options, apply_options in ALIGNED[:4]:
@@ -396,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in METHODS:
         print(_line(name, found[name]))
     print(f"  the glossary step alone (matching and placing, approach (a)): "
-          f"{found[SHIPS]['step_ms']:.2f} ms per sentence (as before issue 44: "
+          f"{found[SHIPS]['step_ms']:.2f} ms per sentence (plurals only: "
           f"{found[ALIGNED[0][0]]['step_ms']:.2f} ms)")
     d = found["dictionary"]
     print(f"  each glossary in dictionary forms ({d['entries changed']} of the {terms} terms "

@@ -78,7 +78,7 @@ except ImportError:  # not a dependency of the project (ipython brings it in dev
 _GONE = (OSError, StopIteration) + ((psutil.Error,) if psutil else ())  # the process exited
 
 MULTI30K = data_dir() / "out-of-domain" / "multi30k-test2017-flickr.en"
-GOAL_GROWTH_PERCENT = 5.0  # issue 35: under 5% growth after the warm-up
+GOAL_GROWTH_PERCENT = 5.0  # the goal: under 5% growth after the warm-up
 MB = 2**20
 
 

@@ -68,7 +68,7 @@ def written(match: TermMatch, source: str, agree: bool = True) -> Written | None
     """The French form `match` asks for in `source` (see the module docstring); None for
     a verb entry used as a noun (`the spread`) without a noun among its forms: a wrong
     term is worse than none. `agree=False`: the entry's target, in the plural for a
-    plural (as before issue 44)."""
+    plural (the earlier method)."""
     entry = match.entry
     if entry.keep:
         return Written(match.text, match.form)

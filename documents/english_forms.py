@@ -16,7 +16,7 @@ a lookup, as before), irregular ones included (`take` -> `took`, `taken`;
 `child` -> `children`; `good` -> `better`), and only those of the word's parts
 of speech (`test` has no comparative). A word it does not know (`lockdown`,
 `ATM`) gets the regular English plurals (`-s`, `-es`, `-y` -> `-ies`), as
-before issue 44.
+before inflected forms.
 
 Which word inflects:
 - a noun term: its last word (`face masks`), or the word before its first
@@ -154,7 +154,7 @@ def word_forms(word: str, verb: bool) -> tuple[tuple[str, str, int], ...]:
 
 
 def regular_plurals(word: str) -> list[str]:
-    """`-s`, `-es`, and `-y` -> `-ies` after a consonant (what matched before issue 44)."""
+    """`-s`, `-es`, and `-y` -> `-ies` after a consonant (what matched before inflected forms)."""
     forms = [word + "s", word + "es"]
     if word[-1:] == "y" and word[-2:-1] not in ("a", "e", "i", "o", "u", ""):
         forms.append(word[:-1] + "ies")

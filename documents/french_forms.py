@@ -129,7 +129,7 @@ def made(form: str, wanted: Wanted) -> str | None:
     """`form` made into `wanted` by the regular rules; None when they cannot (a noun
     asked for as a verb form)."""
     have = kind_of(form)
-    if wanted.kind == "noun":  # any target reads as a noun: in the plural as before issue 44
+    if wanted.kind == "noun":  # any target reads as a noun: in the plural, as before
         return french_plural(form) if wanted.plural and not have.plural else form
     if wanted.kind == "comparative":
         return comparative(form) if have.kind == "noun" and " " not in form else None

@@ -26,7 +26,7 @@ Matching (`Glossary.find`):
 - case-insensitive by default (`Glossary(exact_case=True)`: as written), but
   for a word the entry writes in capitals (`WHO`, `GPU`, the `HIV` of `HIV
   test`; two letters or more): it matches in capitals only, so `WHO` is not
-  `who` (`acronym_case=False`: any case, as before issue 44);
+  `who` (`acronym_case=False`: any case, the earlier rule);
 - the English forms of its head word (`documents.english_forms`): plurals and
   possessives of a noun term (`face masks`, `WHO's`), comparatives of an
   adjective, and for a verb term, one whose target reads as a French verb
@@ -166,7 +166,7 @@ class Glossary:
         exact_case: match only as written (default: whatever the case).
         inflect: match the English forms of a term too (see the module docstring).
         forms: which forms (`english_forms.FORMS`); `{"plural"}`: the plurals
-            of every term's last word, as before issue 44 (measured against).
+            of every term's last word, the earlier method (measured against).
         acronym_case: a word written in capitals matches in capitals only.
     """
 

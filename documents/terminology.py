@@ -2,8 +2,8 @@
 
 The model translates as it always does; then, for each glossary term found in
 the source (`documents.glossary.Glossary.find`), the target words aligned
-to the term's words are replaced by the glossary's target (approach (a) of
-issue 34):
+to the term's words are replaced by the glossary's target (aligned
+replacement):
 
     result = apply_terms(source, hypothesis.text, hypothesis.word_alignment, glossary)
     result.text        # the translation with the user's terms
@@ -148,7 +148,7 @@ def apply_terms(source: str, text: str, word_alignment: Sequence[Link], glossary
             neighbour's (`neighbour`); False leaves it out (measured against).
         agree: write the French form the English form asks for
             (`documents.agreement`); False: the target, in the plural for an
-            English plural (as before issue 44, measured against).
+            English plural (the earlier method, measured against).
 
     Returns:
         The new text, links and what was applied; `text` itself when no term

@@ -78,7 +78,7 @@ def test_compare_every_method_on_a_model_that_knows_no_term(tmp_path):
     assert found["aligned"]["placed"]["aligned"] == 2
     assert found["protected (stand-ins)"]["placed"]["copied"] == 2  # it copies numbers
     assert found["terms found"] == 2
-    steps = [found[name]["matched"] for name in ("as before issue 44", "+ English forms",
+    steps = [found[name]["matched"] for name in ("plurals only", "+ English forms",
                                                   "+ French agreement")]
     assert steps == [2, 2, 2]
     assert found["dictionary"]["aligned"]["terms"] == 2

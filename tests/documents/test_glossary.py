@@ -122,7 +122,7 @@ def test_matches_never_overlap_the_longer_wins_then_the_leftmost():
 
 def test_case_insensitive_by_default_exact_case_on_request():
     pairs = (("WHO", "OMS"), ("flu", "grippe"))
-    # Issue 44: a term written in capitals matches in capitals only (was: `Who` too).
+    # A term written in capitals matches in capitals only (was: `Who` too).
     assert found(glossary(*pairs), "Who said FLU? The WHO.") == [
         ("FLU", "grippe"), ("WHO", "OMS")]
     exact = glossary(*pairs, exact_case=True)

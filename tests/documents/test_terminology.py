@@ -149,7 +149,7 @@ HOSPITALIZE = ("hospitalize", "hospitaliser")
 
 
 @pytest.mark.parametrize(("source", "target", "links", "expected", "form"), [
-    # Issue 44: a plural form of `be` asks for the plural participle; its auxiliaries stay
+    # A plural form of `be` asks for the plural participle; its auxiliaries stay
     # even where they are aligned to the verb.
     ("Three patients were hospitalized yesterday.", "Trois patients ont été hôpitals hier.",
      [(0, 0), (1, 1), (2, 2), (3, 3), (3, 4), (4, 5)],
