@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from nmt.data.encoding import EncodedCorpus
-from nmt.data.shards import plan_length_batches
+from nmt.data.shards import check_batching, plan_in_order, plan_length_batches
 from nmt.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -68,7 +68,7 @@ def plan_epoch(
     Returns:
         A list of int64 index arrays into `corpus`, in training order.
     """
-    _check_batching(
+    check_batching(
         max_tokens=max_tokens,
         seed=seed,
         epoch=epoch,
@@ -79,13 +79,6 @@ def plan_epoch(
     return plan_length_batches(np.maximum(source_len, target_len), max_tokens=max_tokens,
                                seed=seed, epoch=epoch, bucket_width=bucket_width,
                                max_length=max_length)
-
-
-def _check_batching(**values: int) -> None:
-    for name, value in values.items():
-        minimum = 0 if name in ("seed", "epoch", "skip_batches") else 1
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-            raise ValueError(f"{name} must be an integer >= {minimum}. Received: {name}={value!r}")
 
 
 def make_train_dataset(
@@ -132,7 +125,7 @@ def make_train_dataset(
         alignment `(batch, T, S)` of `nmt.alignment.guided_alignment`. Its cardinality
         is known.
     """
-    _check_batching(skip_batches=skip_batches)
+    check_batching(skip_batches=skip_batches)
     batches = plan_epoch(
         corpus,
         max_tokens=max_tokens,
@@ -192,16 +185,8 @@ def make_eval_batches(corpus: EncodedCorpus, *, max_tokens: int) -> tf.data.Data
     Consecutive examples are grouped while batch × max(S, T) stays within
     `max_tokens`; every example is included exactly once.
     """
-    _check_batching(max_tokens=max_tokens)
-    length = np.maximum(corpus.source.lengths, corpus.target.lengths + 1)
-    batches, start, longest = [], 0, 0
-    for index, value in enumerate(length.tolist()):
-        longest = max(longest, value)
-        if index > start and (index - start + 1) * longest > max_tokens:
-            batches.append(np.arange(start, index))
-            start, longest = index, value
-    if len(corpus):
-        batches.append(np.arange(start, len(corpus)))
+    batches = plan_in_order(np.maximum(corpus.source.lengths, corpus.target.lengths + 1),
+                            max_tokens=max_tokens)
     return _batches_dataset(corpus, batches)
 
 

@@ -228,7 +228,9 @@ def _append_splits(splits: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- batches
 
 
-def _check_batching(**values: int) -> None:
+def check_batching(**values: int) -> None:
+    """Raises a ValueError naming the first batching setting that is not a whole number
+    at or above its minimum (0 for seed, epoch and skip_batches, else 1)."""
     for name, value in values.items():
         minimum = 0 if name in ("seed", "epoch", "skip_batches") else 1
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
@@ -299,7 +301,7 @@ def plan_length_batches(length: np.ndarray, *, max_tokens: int, seed: int, epoch
                         rows_multiple: int = 1) -> list[np.ndarray]:
     """`plan_epoch` over the examples' longer sides `length` `(examples,)`; also
     `nmt.data.datasets.plan_epoch`'s plan."""
-    _check_batching(max_tokens=max_tokens, seed=seed, epoch=epoch, bucket_width=bucket_width,
+    check_batching(max_tokens=max_tokens, seed=seed, epoch=epoch, bucket_width=bucket_width,
                     max_length=max_length, rows_multiple=rows_multiple)
     upper = bucket_lengths(length, bucket_width, bucket_bounds)
     rng = np.random.default_rng((seed, epoch))
@@ -319,18 +321,31 @@ def plan_length_batches(length: np.ndarray, *, max_tokens: int, seed: int, epoch
 
 
 def plan_eval(split: ShardSplit, *, max_tokens: int) -> list[np.ndarray]:
-    """Batches in split order, every example once (`datasets.make_eval_batches`):
-    consecutive examples while batch × max(source, target) stays within `max_tokens`."""
-    _check_batching(max_tokens=max_tokens)
-    length = np.maximum(split.source_lengths, split.target_lengths)
+    """Batches in split order, every example once (`datasets.make_eval_batches`'s plan)."""
+    return plan_in_order(np.maximum(split.source_lengths, split.target_lengths),
+                         max_tokens=max_tokens)
+
+
+def plan_in_order(lengths: np.ndarray, *, max_tokens: int) -> list[np.ndarray]:
+    """Consecutive examples grouped while batch × the longest stays within `max_tokens`;
+    every example in exactly one batch (an example longer than `max_tokens` alone).
+
+    Args:
+        lengths: `(examples,)` each example's padded length, the longer of its sides.
+        max_tokens: the token budget of a batch.
+
+    Returns:
+        int64 index arrays, in order.
+    """
+    check_batching(max_tokens=max_tokens)
     batches, start, longest = [], 0, 0
-    for index, value in enumerate(length.tolist()):
+    for index, value in enumerate(np.asarray(lengths).tolist()):
         longest = max(longest, value)
         if index > start and (index - start + 1) * longest > max_tokens:
             batches.append(np.arange(start, index))
             start, longest = index, value
-    if len(split):
-        batches.append(np.arange(start, len(split)))
+    if len(lengths):
+        batches.append(np.arange(start, len(lengths)))
     return batches
 
 
@@ -349,7 +364,7 @@ def make_batch(split: ShardSplit, indices: np.ndarray, *, pad_to: int = 8,
         source = pieces + EOS, target_in = BOS + pieces, target_out = pieces +
         EOS, padded on the right with PAD (0).
     """
-    _check_batching(pad_to=pad_to)
+    check_batching(pad_to=pad_to)
     rows = split.example_rows[np.asarray(indices, dtype=np.int64)]  # (batch,)
     source_width = int(np.diff(split.source_splits)[rows].max(initial=0)) + 1
     target_width = int(np.diff(split.target_splits)[rows].max(initial=0)) + 1
@@ -408,7 +423,7 @@ def iter_batches(split: ShardSplit, *, max_tokens: int, seed: int, epoch: int,
         int32 `(source (B, S), target_in (B, T), target_out (B, T))` with
         B × max(S, T) <= max_tokens (unless one example alone is longer).
     """
-    _check_batching(skip_batches=skip_batches, pad_to=pad_to, bucket_width=bucket_width)
+    check_batching(skip_batches=skip_batches, pad_to=pad_to, bucket_width=bucket_width)
     if bucket_width % pad_to or any(bound % pad_to for bound in bucket_bounds or ()):
         raise ValueError("bucket_width and bucket_bounds must be multiples of pad_to, so that "
                          "padded batches keep to max_tokens. Received: "
