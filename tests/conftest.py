@@ -25,7 +25,9 @@ LONGEST_FIRST = ("training", "nmt/inference", "nmt/test_backends.py", "nmt/test_
 
 def pytest_xdist_auto_num_workers(config) -> int:
     """`-n auto`: a worker per core this process may use, at most `MAX_WORKERS`."""
-    return max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")  # not on macOS
+             else os.cpu_count() or 1)
+    return max(1, min(cores, MAX_WORKERS))
 
 
 def pytest_collection_modifyitems(config, items) -> None:
