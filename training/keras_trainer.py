@@ -8,8 +8,9 @@ length bucket share one shape. What version 9's recipe needs is here:
 token-budget batches bucketed by length, warm-up and inverse-square-root
 schedule, global-norm clipping, label smoothing, checkpoints by steps and by
 time, `resume` (weights, optimizer state, the place in the epoch), dev loss and
-greedy dev BLEU/chrF per domain, early stop, tokens per second. Guided alignment
-and the alignment head stay with `nmt train` (TensorFlow).
+greedy dev BLEU/chrF per domain, early stop, tokens per second; and, from the
+corpus's word links (`nmt align-corpus`), guided alignment and the alignment
+head, joint or frozen (`training.alignment_training`).
 
 A run directory written here:
 
@@ -43,9 +44,11 @@ import yaml
 from keras import ops
 
 from nmt.data import shards
+from nmt.data.shard_links import attach_links
 from nmt.data.subwords import BOS_ID, EOS_ID, PAD_ID
 from nmt.evaluation.metrics import corpus_scores
 from nmt.model import ModelConfig, Seq2Seq
+from training.alignment_training import AlignmentTraining
 from training.config import TrainConfig, load_config, parse_duration, read_raw_config
 
 log = logging.getLogger("nmt.keras_trainer")
@@ -111,11 +114,14 @@ class KerasTrainer:
         run_dir: the run directory (created; an existing one is resumed
             with `resume=True` only).
         fixed_rows: one batch shape per length bucket (fewer compilations).
+        alignments: the training TSV's word links, a Pharaoh line per pair
+            (`nmt align-corpus`), for guided alignment or an alignment head;
+            default: the config's `data.train_alignments`.
     """
 
     def __init__(self, cfg: TrainConfig, shards_dir: str | Path, run_dir: str | Path,
                  resume: bool = False, fixed_rows: bool = True, raw_config: dict | None = None,
-                 dev_translate: int = 200):
+                 dev_translate: int = 200, alignments: str | Path | None = None):
         self.cfg = cfg
         self.dev_translate = dev_translate
         self.raw_config = raw_config or {}
@@ -137,6 +143,9 @@ class KerasTrainer:
             keras.distribution.set_distribution(keras.distribution.DataParallel())
             self.devices = len(keras.distribution.list_devices())
         train = shards.load_split(self.shards_dir, "train")
+        self.links = cfg.needs_links
+        if self.links:
+            train = self._with_links(train, alignments or cfg.data.train_alignments)
         joined = round(cfg.data.join_fraction * len(train))
         if joined:
             train = shards.join_examples(train, count=joined, max_pairs=cfg.data.join_max_pairs,
@@ -152,7 +161,20 @@ class KerasTrainer:
         self.model.build_for()
         self.optimizer = keras.optimizers.Adam(
             WarmupInverseSqrt(o.learning_rate, o.warmup_steps), global_clipnorm=o.clip_norm)
-        self.model.compile(optimizer=self.optimizer, jit_compile=keras.backend.backend() != "torch")
+        # XLA under JAX. TensorFlow's XLA cannot differentiate some of the recurrent
+        # loops (a TensorArray of unknown size: without dropout, or carrying the head's
+        # keys), so TensorFlow runs plain graphs, as `nmt train` does.
+        jit = keras.backend.backend() == "jax"
+        # What train_on_batch trains: the model, or the model with its alignment losses.
+        self.trainee = self.model
+        if self.links:
+            self.trainee = AlignmentTraining(self.model, cfg)
+            self.trainee.build_for()
+            self.model.compile(jit_compile=jit)  # for the dev loss (test_on_batch)
+        self.frozen = self.links and self.trainee.frozen
+        # TensorFlow's XLA cannot differentiate the recurrent loops that carry the
+        # head's keys (a TensorArray of unknown size); plain graphs can (`nmt train`).
+        self.trainee.compile(optimizer=self.optimizer, jit_compile=jit)
         self.position = Position()
         self.best_dev = math.inf
         self.evaluations_without_gain = 0
@@ -160,6 +182,18 @@ class KerasTrainer:
             self._restore_latest()
         else:
             self._write_run_files()
+
+    def _with_links(self, train: shards.ShardSplit, path) -> shards.ShardSplit:
+        if not path:
+            raise ValueError(
+                "guided alignment and the alignment head learn from the training pairs' word "
+                "links: pass --alignments FILE (one Pharaoh line of piece links per pair of "
+                "the shards' train TSV; `nmt align-corpus` writes it) or set "
+                "data.train_alignments")
+        pairs = self.manifest["splits"]["train"]["pairs_read"]
+        train = attach_links(train, path, pairs)
+        log.info("word links of %d pairs from %s", pairs, path)
+        return train
 
     # --- run directory -------------------------------------------------------------
 
@@ -204,7 +238,7 @@ class KerasTrainer:
             raise FileNotFoundError(f"{self.run_dir / 'checkpoints'} has no checkpoint to resume")
         self.model.load_weights(paths[-1])
         state = np.load(str(paths[-1]).replace(".weights.h5", ".state.npz"))
-        self.optimizer.build(self.model.trainable_variables)
+        self.optimizer.build(self.trainee.trainable_variables)
         for i, variable in enumerate(self.optimizer.variables):
             variable.assign(state[f"optimizer_{i:04d}"])
         self.position = Position(*(int(v) for v in state["position"]))
@@ -296,14 +330,25 @@ class KerasTrainer:
                     skip_batches=self.position.batch, bucket_width=BUCKET_WIDTH,
                     pad_to=BUCKET_WIDTH, max_length=self.cfg.data.max_tokens_per_sentence,
                     fixed_rows=self.fixed_rows, bucket_bounds=BUCKET_BOUNDS,
-                    rows_multiple=self.devices)
+                    rows_multiple=self.devices, gold=self.links)
             self.position.epoch += 1
             self.position.batch = 0
+
+    def train_step(self, batch: tuple) -> float:
+        """One optimizer update on a `batches()` batch; returns its loss (with word
+        links: the whole objective, `training.alignment_training`)."""
+        if self.links:
+            source, target_in, target_out, gold = batch
+            return self.trainee.train_on_batch((source, target_in, target_out),
+                                               (target_out, gold))
+        source, target_in, target_out = batch
+        return self.model.train_on_batch((source, target_in), target_out)
 
     def fit(self, max_steps: int | None = None, max_time: float | None = None,
             on_checkpoint=None) -> dict:
         """Trains until `max_steps` (total), `max_time` seconds, `optim.max_epochs`,
-        or the dev loss stops improving for `optim.patience` evaluations.
+        or the dev loss stops improving for `optim.patience` evaluations (a frozen
+        head leaves translations as they were: no dev evaluation).
         `on_checkpoint(trainer)` runs after each checkpoint (e.g. to copy the
         weights somewhere a killed job still leaves them)."""
         o = self.cfg.optim
@@ -313,10 +358,11 @@ class KerasTrainer:
         window_tokens, window_padded, window_start = 0, 0, time.monotonic()
         stop = "max_epochs"
         losses = []
-        for source, target_in, target_out in self.batches():
+        for batch in self.batches():
             if self.position.epoch >= o.max_epochs:
                 break
-            loss = self.model.train_on_batch((source, target_in), target_out)
+            loss = self.train_step(batch)
+            target_out = batch[2]
             self.position.step += 1
             self.position.batch += 1
             window_tokens += int(np.count_nonzero(target_out))
@@ -334,7 +380,7 @@ class KerasTrainer:
                 log.info("step %d epoch %d loss %.3f %.0f target tokens/s", step,
                          self.position.epoch, float(loss), record["target_tokens_per_s"])
                 window_tokens, window_padded, window_start = 0, 0, time.monotonic()
-            if step % o.eval_every == 0:
+            if step % o.eval_every == 0 and not self.frozen:
                 scores = self.dev_loss()
                 translated = self.dev_translations(self.dev_translate) if (
                     self.dev_translate) else {}
@@ -370,10 +416,23 @@ class KerasTrainer:
                    "stop": stop, "hours": (time.monotonic() - started) / 3600,
                    "backend": keras.backend.backend(), "device": device_name(),
                    "devices": self.devices,
-                   "precision": o.precision, "best_dev_loss": self.best_dev,
+                   "precision": o.precision, "objective": self.objective(),
+                   "best_dev_loss": self.best_dev,
                    "train_examples": len(self.train)}
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         return summary
+
+
+    def objective(self) -> str:
+        """What the run optimises, in words (for the summary and the model card)."""
+        if self.frozen:
+            return "alignment head (frozen model)"
+        parts = ["translation"]
+        if self.cfg.guided_alignment.enabled:
+            parts.append("guided alignment")
+        if self.cfg.has_head:
+            parts.append("alignment head")
+        return " + ".join(parts)
 
 
 def greedy_decode(model: Seq2Seq, source, max_steps: int) -> np.ndarray:
@@ -402,9 +461,9 @@ def checkpoint_step(path: Path) -> int:
 
 def make_trainer(config: str | Path, shards_dir: str | Path, run_dir: str | Path,
                  overrides: dict | None = None, resume: bool = False,
-                 dev_translate: int = 200) -> KerasTrainer:
+                 dev_translate: int = 200, alignments: str | Path | None = None) -> KerasTrainer:
     """A trainer for the YAML `config` (with `section.key` overrides)."""
     cfg = load_config(config, overrides)
     return KerasTrainer(cfg, shards_dir, run_dir, resume=resume,
                         raw_config=read_raw_config(config, overrides),
-                        dev_translate=dev_translate)
+                        dev_translate=dev_translate, alignments=alignments)

@@ -73,8 +73,12 @@ def save_parts(model: keras.Model, directory: str | Path, max_bytes: int = 15 * 
     return [*written, index_path]
 
 
-def load_parts(model: keras.Model, directory: str | Path) -> dict:
+def load_parts(model: keras.Model, directory: str | Path, new: Sequence = ()) -> dict:
     """Loads weights written by `save_parts` into `model` (built, same architecture).
+
+    Args:
+        new: weights of `model` the stored ones may lack (e.g. an alignment head
+            added to a trained model): those absent keep their values.
 
     Returns:
         The index's metadata.
@@ -84,19 +88,30 @@ def load_parts(model: keras.Model, directory: str | Path) -> dict:
     """
     directory = Path(directory)
     index = json.loads((directory / PARTS_INDEX).read_text())
-    paths = [w.path for w in model.weights]
-    if [_plain(p) for p in index["paths"]] != [_plain(p) for p in paths]:
-        missing = sorted({_plain(p) for p in index["paths"]} ^ {_plain(p) for p in paths})[:5]
+    stored = [_plain(p) for p in index["paths"]]
+    new_ids = {id(w) for w in new}
+    # Stored weight k goes to the model's next weight of its path; only `new` ones
+    # may be passed over.
+    targets, k, matched = [], 0, True
+    for weight in model.weights:
+        if k < len(stored) and stored[k] == _plain(weight.path):
+            targets.append((k, weight))
+            k += 1
+        elif id(weight) not in new_ids:
+            matched = False
+            break
+    if not matched or k != len(stored):
+        differing = sorted(set(stored) ^ {_plain(w.path) for w in model.weights})[:5]
         raise ValueError(f"{directory} holds the weights of another architecture "
-                         f"({len(index['paths'])} weights, model: {len(paths)}; differing: "
-                         f"{missing}). Build the model from the run's config.yaml")
+                         f"({len(stored)} weights, model: {len(model.weights)}; differing: "
+                         f"{differing}). Build the model from the run's config.yaml")
     values: dict[int, np.ndarray] = {}
     for name in index["parts"]:
         with np.load(directory / name) as arrays:
             values.update({int(key): arrays[key] for key in arrays.files})
-    for i, weight in enumerate(model.weights):
-        if tuple(values[i].shape) != tuple(weight.shape):
-            raise ValueError(f"{paths[i]}: stored shape {values[i].shape}, model shape "
+    for k, weight in targets:
+        if tuple(values[k].shape) != tuple(weight.shape):
+            raise ValueError(f"{weight.path}: stored shape {values[k].shape}, model shape "
                              f"{tuple(weight.shape)}")
-        weight.assign(values[i])
+        weight.assign(values[k])
     return {k: v for k, v in index.items() if k not in ("parts", "paths")}

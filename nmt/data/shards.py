@@ -71,6 +71,11 @@ class ShardSplit:
         domains: the corpus's third-column names (`nmt corpus`: the source).
         references: dev only: the French line of each example, else None.
         max_tokens_per_sentence: the limit the split was written with.
+        link_values: with word links (`nmt.data.shard_links.attach_links`): `(links, 2)`
+            int32 `(source piece, target piece)` links of the rows, concatenated;
+            else None.
+        link_splits: `(rows + 1,)` int64; row r's links are
+            `link_values[l[r]:l[r + 1]]`; else None.
     """
 
     source_ids: np.ndarray
@@ -83,6 +88,8 @@ class ShardSplit:
     domains: tuple[str, ...]
     references: tuple[str, ...] | None
     max_tokens_per_sentence: int
+    link_values: np.ndarray | None = None
+    link_splits: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.example_rows)
@@ -174,8 +181,9 @@ def join_examples(split: ShardSplit, *, count: int, max_pairs: int, seed: int,
     draws from the same seed, so the same examples (tested): `nmt train` makes
     `round(data.join_fraction * len(corpus))` of them with `optim.seed`.
     A joined source is its members' pieces then one EOS, its target the
-    members' targets; those longer than `max_tokens_per_sentence` on either
-    side are not added.
+    members' targets, its word links (if the split has them) the members'
+    links shifted by the pieces before them; those longer than
+    `max_tokens_per_sentence` on either side are not added.
 
     Args:
         split: the training split (`load_split`).
@@ -205,8 +213,12 @@ def join_examples(split: ShardSplit, *, count: int, max_pairs: int, seed: int,
     added = int(keep.sum())
     log.info("Added %d joined examples of 2 to %d pairs", added, max_pairs)
     first_new = len(split.source_splits) - 1
+    links = {}
+    if split.link_values is not None:
+        links = _joined_links(split, rows, np.repeat(np.flatnonzero(keep), sizes[keep]))
     return dataclasses.replace(
         split,
+        **links,
         source_ids=np.concatenate([split.source_ids, _take(split.source_ids,
                                                            split.source_splits, rows)]),
         source_splits=_append_splits(split.source_splits, source_len[keep] - 1),
@@ -223,6 +235,35 @@ def join_examples(split: ShardSplit, *, count: int, max_pairs: int, seed: int,
 
 def _append_splits(splits: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.concatenate([splits, splits[-1] + np.cumsum(lengths.astype(np.int64))])
+
+
+def _joined_links(split: ShardSplit, rows: np.ndarray, group: np.ndarray) -> dict:
+    """`link_values` and `link_splits` with the joined rows' links appended.
+
+    Args:
+        rows: `(members,)` the stored row of each member of the kept joined
+            examples, in order.
+        group: `(members,)` the joined example each member belongs to
+            (non-decreasing).
+    """
+    source = np.diff(split.source_splits)[rows]  # pieces, no EOS
+    target = np.diff(split.target_splits)[rows]
+    first = np.r_[True, group[1:] != group[:-1]]  # (members,) a group's first member
+    starts = np.flatnonzero(first)
+
+    def offsets(lengths):  # pieces of the group's members before each member
+        before = np.cumsum(lengths) - lengths
+        return before - np.repeat(before[starts], np.diff(np.r_[starts, len(rows)]))
+
+    counts = np.diff(split.link_splits)[rows]  # (members,) links of each member
+    shift = np.stack([offsets(source), offsets(target)], axis=1)  # (members, 2)
+    member_links = np.concatenate([_take(split.link_values[:, side], split.link_splits, rows)
+                                   [:, None] for side in (0, 1)], axis=1)
+    member_links = member_links + np.repeat(shift, counts, axis=0)
+    per_example = np.add.reduceat(counts, starts) if len(rows) else counts[:0]
+    return {"link_values": np.concatenate([split.link_values,
+                                           member_links.astype(np.int32)]),
+            "link_splits": _append_splits(split.link_splits, per_example)}
 
 
 # --------------------------------------------------------------------------- batches
@@ -380,6 +421,21 @@ def make_batch(split: ShardSplit, indices: np.ndarray, *, pad_to: int = 8,
     return source, target_in, target_out
 
 
+def gold_alignment(split: ShardSplit, indices: np.ndarray, target_width: int,
+                   source_width: int) -> np.ndarray:
+    """float32 `(batch, target_width, source_width)`: 1 at each link (row j = target
+    piece j, column i = source piece i) of the examples at `indices`, else 0."""
+    if split.link_values is None:
+        raise ValueError("this split has no word links: `nmt.data.shard_links.attach_links` first")
+    rows = split.example_rows[np.asarray(indices, dtype=np.int64)]
+    counts = split.link_splits[rows + 1] - split.link_splits[rows]
+    starts = np.repeat(split.link_splits[rows] - (np.cumsum(counts) - counts), counts)
+    links = split.link_values[np.arange(int(counts.sum()), dtype=np.int64) + starts]
+    gold = np.zeros((len(rows), target_width, source_width), np.float32)
+    gold[np.repeat(np.arange(len(rows)), counts), links[:, 1], links[:, 0]] = 1.0
+    return gold
+
+
 def _pad(values: np.ndarray, splits: np.ndarray, rows: np.ndarray, width: int, *,
          prefix: int | None = None, suffix: int | None = None) -> np.ndarray:
     """`(len(rows), width)` int32: each row's pieces after `prefix`, then `suffix`, then PAD."""
@@ -400,7 +456,7 @@ def iter_batches(split: ShardSplit, *, max_tokens: int, seed: int, epoch: int,
                  skip_batches: int = 0, bucket_width: int = 8, pad_to: int = 8,
                  max_length: int | None = None, fixed_rows: bool = False,
                  bucket_bounds: tuple[int, ...] | None = None,
-                 rows_multiple: int = 1) -> Iterator[Batch]:
+                 rows_multiple: int = 1, gold: bool = False) -> Iterator[tuple]:
     """One epoch of token-budget batches, deterministic for `(seed, epoch)`.
 
     Batches of `plan_epoch`, padded by `make_batch`. `skip_batches=k` starts
@@ -418,10 +474,12 @@ def iter_batches(split: ShardSplit, *, max_tokens: int, seed: int, epoch: int,
             compiler sees few shapes); `bucket_width` must be a multiple of
             it, so a batch stays within `max_tokens`. With `fixed_rows` both
             sides are padded to the bucket's L: one shape per bucket.
+        gold: also yield the batch's `gold_alignment` (a split with links).
 
     Yields:
         int32 `(source (B, S), target_in (B, T), target_out (B, T))` with
-        B × max(S, T) <= max_tokens (unless one example alone is longer).
+        B × max(S, T) <= max_tokens (unless one example alone is longer);
+        with `gold`, float32 `(B, T, S)` fourth.
     """
     check_batching(skip_batches=skip_batches, pad_to=pad_to, bucket_width=bucket_width)
     if bucket_width % pad_to or any(bound % pad_to for bound in bucket_bounds or ()):
@@ -440,4 +498,7 @@ def iter_batches(split: ShardSplit, *, max_tokens: int, seed: int, epoch: int,
         length = None
         if fixed_rows:
             length = int(bucket_lengths(longest[indices].max(), bucket_width, bucket_bounds))
-        yield make_batch(split, indices, pad_to=pad_to, length=length)
+        batch = make_batch(split, indices, pad_to=pad_to, length=length)
+        if gold:
+            batch += (gold_alignment(split, indices, batch[1].shape[1], batch[0].shape[1]),)
+        yield batch

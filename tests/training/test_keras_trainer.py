@@ -179,3 +179,59 @@ def test_greedy_decode_picks_what_teacher_forcing_scores_highest():
         length = ended[0] + 1 if len(ended) else ids.shape[1]
         np.testing.assert_array_equal(ids[row, :length], best[row, :length])
         assert (ids[row, length:] == PAD_ID).all()
+
+
+@pytest.mark.slow
+def test_a_head_trained_under_jax_on_frozen_weights_exports_and_translates_the_same(
+        jax_run, tmp_path, tiny_tokenizers):
+    """`--init-weights` of a model without a head and `--alignments`: the head trains alone
+    under JAX; exported on TensorFlow, it translates as the model did and gives its own
+    alignment matrices."""
+    import tensorflow as tf
+
+    from nmt.data import shards
+    from nmt.data.corpus import read_pairs
+    from nmt.inference.export import export_saved_model
+    from training.accelerator.import_weights import import_weights
+    from training.export_run import module_from_run
+
+    out, shards_dir, _ = jax_run
+    pairs = read_pairs(shards.read_manifest(shards_dir)["splits"]["train"]["from"])
+    tokenizer = PlainTokenizer(tiny_tokenizers.source.model_proto, "en")
+    sources = [len(ids) for ids in tokenizer.tokenize([e for e, _ in pairs])]
+    targets = [len(ids) for ids in tokenizer.tokenize([f for _, f in pairs])]
+    links = tmp_path / "links.txt"
+    links.write_text("".join(" ".join(f"{j * s // t}-{j}" for j in range(t)) + "\n"
+                             for s, t in zip(sources, targets, strict=True)), encoding="utf-8")
+    config = json.loads(json.dumps(CONFIG))
+    config["model"]["alignment_head"] = "general"
+    config["alignment_head"] = {"train": "frozen", "init_from": str(out / "weights")}
+    (tmp_path / "head.yaml").write_text(yaml.safe_dump(config))
+    head_out = tmp_path / "head-out"
+    result = subprocess.run(
+        [sys.executable, "-m", "training.accelerator.train", "--config",
+         str(tmp_path / "head.yaml"), "--shards", str(shards_dir), "--run",
+         str(tmp_path / "head-run"), "--backend", "jax", "--max-steps", "4", "--average", "1",
+         "--init-weights", str(out / "weights"), "--alignments", str(links),
+         "--out", str(head_out)],
+        env={**os.environ, "KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu"}, cwd=REPO,
+        capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((head_out / "summary.json").read_text())
+    assert summary["objective"] == "alignment head (frozen model)" and summary["steps"] == 4
+
+    plain, head = tmp_path / "plain", tmp_path / "head"
+    import_weights(out, shards_dir, plain)
+    import_weights(head_out, shards_dir, head)
+    plain_module, head_module = module_from_run(plain), module_from_run(head)
+    assert head_module.has_head and not plain_module.has_head
+    path = export_saved_model(head_module, tmp_path / "export", 1)
+    exported = tf.saved_model.load(str(path)).signatures["serving_default"](
+        sentences=tf.constant(LINES))
+    theirs = plain_module.translate(tf.constant(LINES))
+    assert [t.decode() for t in exported["translations"].numpy()] == [
+        t.decode() for t in theirs["translations"].numpy()]
+    in_process = head_module.translate(tf.constant(LINES))
+    np.testing.assert_allclose(exported["alignments"].numpy(),
+                               in_process["alignments"].numpy(), atol=1e-5)
+    assert not np.allclose(exported["alignments"].numpy(), theirs["alignments"].numpy())

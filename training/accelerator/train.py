@@ -14,6 +14,10 @@ the mean of the last `--average` checkpoints cut into parts of at most 15 MiB
 (`training.weight_files.save_parts`), `history.jsonl`, `summary.json` and
 `speed.json`; on a CPU with TensorFlow, `python -m training.accelerator.import_weights`
 turns them into a run directory that `nmt export --run` exports.
+
+A config with guided alignment or an alignment head needs the word links of
+the shards' training pairs, `--alignments FILE` (`nmt align-corpus`); a frozen
+head trains on `--init-weights` (a model without a head: the head starts afresh).
 """
 
 from __future__ import annotations
@@ -56,6 +60,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--init-weights", default=None,
                         help="start from these weights: a `--out` directory's weights/ "
                              "(training.weight_files), e.g. a previous phase's")
+    parser.add_argument("--alignments", default=None,
+                        help="word links of the shards' training pairs, a Pharaoh line per pair "
+                             "(`nmt align-corpus`), for guided alignment or an alignment head "
+                             "(default: the config's data.train_alignments)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="config override, e.g. optim.max_tokens=24000 (repeatable)")
     return parser.parse_args(argv)
@@ -82,17 +90,18 @@ def measure_speed(args, overrides: dict, steps: int, precisions=PRECISIONS) -> d
     for precision in precisions:
         with tempfile.TemporaryDirectory() as tmp:
             trainer = make_trainer(args.config, args.shards, Path(tmp) / "run",
-                                   {**overrides, "optim.precision": precision})
+                                   {**overrides, "optim.precision": precision},
+                                   alignments=args.alignments)
             batches = trainer.batches()
             first = next(batches)
             same = [first, *itertools.islice(
                 (b for b in batches if b[0].shape == first[0].shape), steps - 1)]
             started = time.monotonic()
-            trainer.model.train_on_batch(first[:2], first[2])
+            trainer.train_step(first)
             compile_s = time.monotonic() - started
             started = time.monotonic()
-            for source, target_in, target_out in same:
-                trainer.model.train_on_batch((source, target_in), target_out)
+            for batch in same:
+                trainer.train_step(batch)
             seconds = time.monotonic() - started
             tokens = sum(int((b[2] > 0).sum()) for b in same)
             padded = sum(b[2].size for b in same)
@@ -140,11 +149,16 @@ def main(argv=None) -> int:
     if precision:
         overrides["optim.precision"] = precision
     trainer = make_trainer(args.config, args.shards, args.run, overrides, resume=args.resume,
-                           dev_translate=args.dev_translate)
+                           dev_translate=args.dev_translate, alignments=args.alignments)
+    if trainer.frozen and not (args.init_weights or args.resume):
+        raise SystemExit("alignment_head.train: frozen trains a head on a trained model's "
+                         "weights: pass --init-weights DIR (a --out directory's weights/)")
     if args.init_weights and not args.resume:
+        from training.alignment_training import head_weights
         from training.weight_files import load_parts
 
-        load_parts(trainer.model, args.init_weights)
+        # Weights without a head start a model with one: the head starts afresh.
+        load_parts(trainer.model, args.init_weights, new=head_weights(trainer.model))
         logging.info("started from the weights in %s", args.init_weights)
     max_time = parse_duration(args.max_time) if args.max_time else None
     if max_time:
