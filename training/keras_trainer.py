@@ -19,7 +19,11 @@ A run directory written here:
     <run>/checkpoints/       step-<N>.weights.h5 (Keras weights, any backend) and
                              step-<N>.state.npz (optimizer, position, RNG)
     <run>/history.jsonl      one line per log and per evaluation
-    <run>/summary.json       steps, epochs, hours, backend, device, speed
+    <run>/starting_model.json  what `start_from` loaded (kept for a resumed run)
+    <run>/summary.json       steps, epochs, hours over every resumed part, backend,
+                             device, machine, what the run started from; the keys
+                             of `nmt train`'s summary, so a model card follows the
+                             chain of runs through it
 
 `nmt export --run <run>` reads it on TensorFlow (`training.export_run`).
 The backend is chosen before Keras is imported (`KERAS_BACKEND`, or
@@ -32,6 +36,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import platform
 import shutil
 import sys
@@ -48,12 +53,15 @@ from nmt.data.shard_links import attach_links
 from nmt.data.subwords import BOS_ID, EOS_ID, PAD_ID
 from nmt.evaluation.metrics import corpus_scores
 from nmt.model import ModelConfig, Seq2Seq
-from training.alignment_training import AlignmentTraining
+from training.alignment_training import AlignmentTraining, head_weights
 from training.config import TrainConfig, load_config, parse_duration, read_raw_config
+from training.machine import cpu_model
+from training.weight_files import load_parts
 
 log = logging.getLogger("nmt.keras_trainer")
 
 CHECKPOINT_PATTERN = "step-*.weights.h5"
+STARTING_MODEL_FILE = "starting_model.json"
 BUCKET_WIDTH = 8
 # Few length buckets, so few batch shapes to compile (each costs seconds under XLA):
 # half the examples fit in 16 pieces, 87% in 64 (the v10 corpus).
@@ -176,6 +184,8 @@ class KerasTrainer:
         # head's keys (a TensorArray of unknown size); plain graphs can (`nmt train`).
         self.trainee.compile(optimizer=self.optimizer, jit_compile=jit)
         self.position = Position()
+        self.train_seconds = 0.0  # over every part of a resumed run
+        self.starting_model: dict | None = None
         self.best_dev = math.inf
         self.evaluations_without_gain = 0
         if existing:
@@ -226,7 +236,8 @@ class KerasTrainer:
                  for i, v in enumerate(self.optimizer.variables)}
         np.savez(f"{stem}.state.npz", **state, position=np.array(dataclasses.astuple(
             self.position)), best_dev=np.array(self.best_dev),
-            stale=np.array(self.evaluations_without_gain))
+            stale=np.array(self.evaluations_without_gain),
+            train_seconds=np.array(self.train_seconds))
         for old in self._checkpoints()[:-self.cfg.optim.keep_checkpoints]:
             old.unlink()
             old.with_name(old.name.replace(".weights.h5", ".state.npz")).unlink(missing_ok=True)
@@ -244,8 +255,33 @@ class KerasTrainer:
         self.position = Position(*(int(v) for v in state["position"]))
         self.best_dev = float(state["best_dev"])
         self.evaluations_without_gain = int(state["stale"])
+        if "train_seconds" in state.files:
+            self.train_seconds = float(state["train_seconds"])
+        started = self.run_dir / STARTING_MODEL_FILE
+        if started.exists():
+            self.starting_model = json.loads(started.read_text())
         log.info("resumed at step %d (epoch %d, batch %d)", self.position.step,
                  self.position.epoch, self.position.batch)
+
+    def start_from(self, weights_dir: str | Path) -> None:
+        """Starts from the weights a previous run handed back (`save_parts`, e.g. a
+        `--out` directory's `weights/`), and records that run: its name and its summary
+        (the `summary.json` beside `weights_dir`), as `nmt train` records `init_from`.
+        A model with an alignment head starts from weights without one: the head
+        starts afresh."""
+        weights_dir = Path(weights_dir)
+        metadata = load_parts(self.model, weights_dir, new=head_weights(self.model))
+        summary_path = weights_dir.parent / "summary.json"
+        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+        config_path = weights_dir.parent / "config.yaml"
+        name = summary.get("name")
+        if not name and config_path.exists():
+            name = (yaml.safe_load(config_path.read_text()) or {}).get("name")
+        name = name or weights_dir.parent.name
+        training = {"name": name, **summary, "averaged_checkpoints": metadata.get("steps", [])}
+        self.starting_model = {"name": name, "training": training}
+        (self.run_dir / STARTING_MODEL_FILE).write_text(
+            json.dumps(self.starting_model, indent=2) + "\n")
 
     def _append_history(self, record: dict) -> None:
         with open(self.run_dir / "history.jsonl", "a") as f:
@@ -355,6 +391,7 @@ class KerasTrainer:
         max_steps = max_steps if max_steps is not None else (o.max_steps or None)
         max_time = max_time if max_time is not None else (parse_duration(o.max_time) or None)
         started = last_checkpoint = time.monotonic()
+        base_seconds = self.train_seconds
         window_tokens, window_padded, window_start = 0, 0, time.monotonic()
         stop = "max_epochs"
         losses = []
@@ -398,6 +435,7 @@ class KerasTrainer:
                 if self.evaluations_without_gain >= o.patience:
                     stop = "patience"
                     break
+            self.train_seconds = base_seconds + time.monotonic() - started
             minutes = (time.monotonic() - last_checkpoint) / 60
             if step % o.checkpoint_every == 0 or (
                     o.checkpoint_minutes and minutes >= o.checkpoint_minutes):
@@ -411,16 +449,36 @@ class KerasTrainer:
             if max_time and time.monotonic() - started >= max_time:
                 stop = "max_time"
                 break
+        self.train_seconds = base_seconds + time.monotonic() - started
         self.save_checkpoint()
-        summary = {"steps": self.position.step, "epochs": self.position.epoch,
-                   "stop": stop, "hours": (time.monotonic() - started) / 3600,
-                   "backend": keras.backend.backend(), "device": device_name(),
-                   "devices": self.devices,
-                   "precision": o.precision, "objective": self.objective(),
-                   "best_dev_loss": self.best_dev,
-                   "train_examples": len(self.train)}
+        summary = self.summary(stop, part_hours=(time.monotonic() - started) / 3600)
         (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         return summary
+
+    def summary(self, stop: str, part_hours: float) -> dict:
+        """The run's `summary.json`: the keys of `nmt train`'s (`training.train`) that a
+        model card reads, and the backend's."""
+        device = device_name()
+        return {
+            "name": self.cfg.name,
+            "steps": self.position.step, "epochs": self.position.epoch,
+            "epochs_completed": self.position.epoch,
+            "stop": stop, "train_seconds": round(self.train_seconds, 1),
+            "hours": self.train_seconds / 3600, "part_hours": part_hours,
+            "backend": keras.backend.backend(), "keras": keras.__version__,
+            "device": device, "devices": self.devices,
+            "machine": {"cpu": cpu_model(), "cores": os.cpu_count(),
+                        "accelerators": [] if device.startswith("cpu") else [device]},
+            "precision": self.cfg.optim.precision, "objective": self.objective(),
+            "best_dev_loss": self.best_dev,
+            "train_pairs": int((self.train.pair_index >= 0).sum()),
+            "train_examples": len(self.train),
+            "model_config": self.model_config.to_dict(),
+            "guided_alignment": dataclasses.asdict(self.cfg.guided_alignment),
+            "alignment_head": dataclasses.asdict(self.cfg.alignment_head),
+            **({"starting_model": self.starting_model} if self.starting_model else {}),
+            "python": platform.python_version(),
+        }
 
 
     def objective(self) -> str:

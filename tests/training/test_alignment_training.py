@@ -54,7 +54,7 @@ def task(tmp_path_factory):
 
 
 def config(root, name, **sections):
-    values = json.loads(json.dumps(BASE))
+    values = {**json.loads(json.dumps(BASE)), "name": name}
     for section, entries in sections.items():
         values.setdefault(section, {}).update(entries)
     path = root / f"{name}.yaml"
@@ -167,3 +167,30 @@ def test_a_trainer_without_links_trains_the_model_itself(task):
     assert trainer.trainee is trainer.model and not isinstance(trainer.trainee,
                                                               AlignmentTraining)
     assert len(batch(trainer)) == 3
+
+
+def test_a_run_records_what_it_started_from_and_its_time_over_resumes(task, tmp_path):
+    """The summary keys a model card follows (`training.model_card_data.run_chain`)."""
+    first = make_trainer(config(task, "first"), task / "shards", tmp_path / "first")
+    first.fit(max_steps=3)
+    out = tmp_path / "first-out"
+    save_parts(first.model, out / "weights", metadata={"steps": [3]})
+    (out / "summary.json").write_text((tmp_path / "first" / "summary.json").read_text())
+    second = make_trainer(config(task, "second"), task / "shards", tmp_path / "second")
+    second.start_from(out / "weights")
+    for theirs, ours in zip(first.model.weights, second.model.weights, strict=True):
+        np.testing.assert_array_equal(np.array(theirs), np.array(ours))
+    before = second.fit(max_steps=2)
+    start = before["starting_model"]
+    assert start["name"] == "first" and start["training"]["steps"] == 3
+    assert start["training"]["averaged_checkpoints"] == [3]
+    resumed = make_trainer(config(task, "second"), task / "shards", tmp_path / "second",
+                           resume=True)
+    assert resumed.starting_model == start
+    after = resumed.fit(max_steps=4)
+    assert (after["name"], after["steps"], after["starting_model"]) == ("second", 4, start)
+    assert after["train_seconds"] > before["train_seconds"] > 0
+    assert after["part_hours"] * 3600 < after["train_seconds"]
+    assert after["machine"]["cpu"] and after["machine"]["accelerators"] == []
+    kept = shards.read_manifest(task / "shards")["splits"]["train"]["examples"]
+    assert after["train_pairs"] == kept

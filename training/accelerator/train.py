@@ -154,11 +154,7 @@ def main(argv=None) -> int:
         raise SystemExit("alignment_head.train: frozen trains a head on a trained model's "
                          "weights: pass --init-weights DIR (a --out directory's weights/)")
     if args.init_weights and not args.resume:
-        from training.alignment_training import head_weights
-        from training.weight_files import load_parts
-
-        # Weights without a head start a model with one: the head starts afresh.
-        load_parts(trainer.model, args.init_weights, new=head_weights(trainer.model))
+        trainer.start_from(args.init_weights)
         logging.info("started from the weights in %s", args.init_weights)
     max_time = parse_duration(args.max_time) if args.max_time else None
     if max_time:
