@@ -93,12 +93,19 @@ def _default_decoding(metadata: dict) -> list[str]:
 
 
 def _machine(summary: dict) -> str:
-    """The training machine as the run recorded it."""
+    """The training machine as the run recorded it (and the Keras trainer's backend)."""
     machine = summary.get("machine")
+    keras = (f"; Keras on {summary['backend']}, {summary.get('precision', 'float32')}"
+             if "backend" in summary else "")
+    device = summary.get("device", "")  # the Keras trainer's `gpu: NVIDIA H200`, `cpu: ...`
+    if not machine and device.startswith("gpu: "):
+        return f"one {device[5:]} GPU (its host's CPU not recorded{keras})"
+    if not machine and device:
+        return f"a CPU whose model the run did not record ({keras[2:]})"
     if not machine:
         return "a machine the run did not record"
     accelerators = ", ".join(machine.get("accelerators") or ()) or "no GPU or TPU"
-    return f"{machine['cpu']} ({machine['cores']} cores, {accelerators})"
+    return f"{machine['cpu']} ({machine['cores']} cores, {accelerators}{keras})"
 
 
 def _size_mb(path: Path) -> float:
@@ -199,14 +206,17 @@ def _frozen_on_run(summary: dict, start: dict, minutes: float,
     started = (f", started from {upstream.label}'s weights and vocabulary{_origin(upstream)}"
                if upstream else ", from scratch")
     best = (f" ({base['best_dev_bleu']:.2f})" if "best_dev_bleu" in base else "")
+    averaged = base.get("averaged_checkpoints") or ()
+    weights = (f"the checkpoint with the best dev BLEU{best}" if "backend" not in base else
+               "those it handed back, the mean of its last checkpoints"
+               + (f" (steps {', '.join(f'{s:,}' for s in averaged)})" if averaged else ""))
     return (
         f"- The head alone was trained, {summary['steps']:,} steps ({minutes:.0f} minutes), "
         f"with every other weight frozen at those of the `{name}` run, so the translations "
         f"are that model's. The `{name}` model itself: {base['steps']:,} steps "
         f"({_epochs(base.get('epochs_completed', 0))}), "
         f"{base.get('train_seconds', 0) / 60:.0f} minutes on {_machine(base)}{started}; "
-        + _lower(_guidance(base)[2:].rstrip(".")) + "; its weights: the checkpoint with the "
-        f"best dev BLEU{best}."
+        + _lower(_guidance(base)[2:].rstrip(".")) + f"; its weights: {weights}."
     )
 
 
@@ -301,6 +311,8 @@ def _stage_text(stage: Stage, made: Start | None, metadata: dict) -> str:
     stopped = f", stopped on a {summary['stopped_by']}" if summary.get("stopped_by") else ""
     if made is None:
         handed = f"this export: {_weights_text(metadata)}"
+    elif made.version is None and "backend" in summary:  # the Keras trainer's `--out`
+        handed = "the next run started from the weights it handed back"
     elif made.version is None:
         handed = "the next run started from its best dev-BLEU checkpoint"
     else:

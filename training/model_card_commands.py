@@ -68,7 +68,8 @@ def reproduce(version: str, average: int = 0, precision: str = BOTH,
     metadata = _metadata_file(stages)
     if len(stages) > 1 or stages[-1].corpus:
         runs = "../runs" if any(stage.corpus for stage in stages) else "runs"
-        training, run = _chain_commands(stages, runs), f"{runs}/{stages[-1].name}"
+        training = _chain_commands(stages, runs, f"{MODELS}/{version}")
+        run = f"{runs}/{stages[-1].name}"
     elif start:
         base = _export_options(len(start.get("averaged_checkpoints") or ()),
                                export_flag(start))
@@ -107,19 +108,31 @@ def reproduce(version: str, average: int = 0, precision: str = BOTH,
     )
 
 
-def _chain_commands(stages: Sequence[Stage], runs: str) -> list[str]:
+def _chain_commands(stages: Sequence[Stage], runs: str, export: str) -> list[str]:
     """The commands that make the chain's runs, oldest first, in `runs`: the shipped
     export the first starts from, restored from the git history; each corpus, before
-    the first run on it; each run; and each intermediate export a later run starts from.
+    the first run on it (and its shards, before the first Keras trainer run on it); each
+    run; and each intermediate export a later run starts from. `export`: the export
+    made, whose SentencePiece model the shards are cut with.
     """
     first = stages[0].start
     commands = [_restore(first.version)] if first and first.shipped else []
-    built = set()
-    for stage, after in zip(stages, (*stages[1:], None), strict=True):
+    built, cut = set(), set()
+    for stage, before, after in zip(stages, (None, *stages[:-1]), (*stages[1:], None),
+                                    strict=True):
         if stage.corpus and stage.corpus not in built:
             built.add(stage.corpus)
             commands.append(f"nmt corpus --recipe training/corpora/{stage.corpus}.yaml "
                             f"--out {runs}/corpus-{stage.corpus}")
+        if "backend" in stage.summary:
+            if stage.corpus not in cut:
+                cut.add(stage.corpus)
+                commands.append(
+                    f"nmt shards --corpus {runs}/corpus-{stage.corpus} --config "
+                    f"training/configs/{stage.name}.yaml --spm {export}/assets/en.spm.model "
+                    f"--out {runs}/shards-{stage.corpus}")
+            commands += _keras_commands(stage, before, runs)
+            continue
         commands.append(_train_command(stage, runs))
         made = after.start if after else None
         if made and made.version is not None:  # only the first run starts from a shipped one
@@ -152,6 +165,26 @@ def _train_command(stage: Stage, runs: str) -> str:
         command += f" --set optim.max_steps={steps}"
         notes.append(f"the run stopped on a {stopped} at step {steps:,}")
     return command + (f"   # {'; '.join(notes)}" if notes else "")
+
+
+def _keras_commands(stage: Stage, before: Stage | None, runs: str) -> list[str]:
+    """A Keras trainer run (`training.accelerator.train`, on the backend and in the
+    precision it ran in, to the steps it made) and the import of its weights into the
+    run directory `{runs}/{name}` that export and later runs read."""
+    summary, name = stage.summary, stage.name
+    shards, out = f"{runs}/shards-{stage.corpus}", f"{runs}/{name}-out"
+    start = (f" \\\n    --init-weights {runs}/{before.name}-out/weights"
+             if before is not None and "backend" in before.summary else "")
+    precision = summary.get("precision", "float32")
+    train = (f"python -m training.accelerator.train --config training/configs/{name}.yaml "
+             f"\\\n    --shards {shards} --run {runs}/{name}-keras --backend "
+             f"{summary['backend']} --max-steps {summary['steps']}"
+             + (f" --precision {precision}" if precision != "float32" else "")
+             + f"{start} --out {out}")
+    after = f" --after {runs}/{before.name}" if before is not None else ""
+    return [train, f"python -m training.accelerator.import_weights --from {out} "
+                   f"--shards {shards} \\\n    --run {runs}/{name} --corpus "
+                   f"{runs}/corpus-{stage.corpus}{after}"]
 
 
 def _metadata_file(stages: Sequence[Stage]) -> str:

@@ -602,3 +602,67 @@ def test_a_chain_whose_earlier_run_or_corpus_is_gone_is_refused(tmp_path):
                                                 r"started from .*broad-last/1, an export of "
                                                 r"the `broad` run"):
         render(runs / "anneal", {}, export)
+
+
+def test_a_chain_of_keras_trainer_runs_reproduces_with_the_accelerator_script(tmp_path):
+    """Version 10's chain: a GPU run and a CPU last phase with the Keras trainer (imported
+    with `training.accelerator.import_weights`), then a frozen head with `nmt train`."""
+    runs = tmp_path / "runs"
+    main_corpus = _write_corpus(runs / "corpus-v10", CORPUS_SOURCES, name="v10")
+    anneal_corpus = _write_corpus(runs / "corpus-v10-anneal", ANNEAL_SOURCES, name="v10-anneal")
+    gpu = {"name": "v10", "steps": 8144, "epochs_completed": 10, "train_seconds": 612.3,
+           "train_pairs": 3100, "backend": "jax", "device": "gpu: NVIDIA H200",
+           "precision": "mixed_bfloat16"}
+    anneal = {"name": "v10-anneal", "steps": 1400, "epochs_completed": 0,
+              "train_seconds": 7200.0, "backend": "jax", "device": "cpu: cpu",
+              "precision": "float32", "starting_model": {"name": "v10", "training": gpu}}
+    head = {"name": "v10-head", "steps": 4000, "epochs_completed": 1, "train_seconds": 1800.0,
+            "parameters": 8453952, "tensorflow": "2.21.0", "python": "3.11.7",
+            "train_pairs": 3100, "machine": {"cpu": "Head CPU", "cores": 2, "accelerators": []},
+            "guided_alignment": {"type": "none", "weight": 0.0, "symmetrization": "intersection"},
+            "alignment_head": {"train": "frozen", "init_from": None, "type": "ce"},
+            "starting_model": {"name": "v10-anneal", "training": anneal}}
+    for summary, corpus, start in [
+            (gpu, main_corpus, ""), (anneal, anneal_corpus, "init_from: ../v10\n"),
+            (head, main_corpus, "alignment_head:\n  train: frozen\n  init_from: ../v10-anneal\n")]:
+        run = _corpus_run(runs / summary["name"], corpus, start)
+        (run / "summary.json").write_text(json.dumps(summary))
+    export = _write_export(tmp_path / "models" / "10", averaged_checkpoints=[3500, 4000],
+                           word_links="intersect", model_config=HEAD_MODEL_CONFIG)
+
+    card = render(runs / "v10-head", {}, export)
+
+    assert _commands(card)[1:12] == [
+        "nmt corpus --recipe training/corpora/v10.yaml --out ../runs/corpus-v10",
+        "nmt shards --corpus ../runs/corpus-v10 --config training/configs/v10.yaml "
+        "--spm models/en-fr/10/assets/en.spm.model --out ../runs/shards-v10",
+        "python -m training.accelerator.train --config training/configs/v10.yaml \\",
+        "    --shards ../runs/shards-v10 --run ../runs/v10-keras --backend jax --max-steps 8144 "
+        "--precision mixed_bfloat16 --out ../runs/v10-out",
+        "python -m training.accelerator.import_weights --from ../runs/v10-out "
+        "--shards ../runs/shards-v10 \\",
+        "    --run ../runs/v10 --corpus ../runs/corpus-v10",
+        "nmt corpus --recipe training/corpora/v10-anneal.yaml --out ../runs/corpus-v10-anneal",
+        "nmt shards --corpus ../runs/corpus-v10-anneal --config training/configs/v10-anneal.yaml "
+        "--spm models/en-fr/10/assets/en.spm.model --out ../runs/shards-v10-anneal",
+        "python -m training.accelerator.train --config training/configs/v10-anneal.yaml \\",
+        "    --shards ../runs/shards-v10-anneal --run ../runs/v10-anneal-keras --backend jax "
+        "--max-steps 1400 \\",
+        "    --init-weights ../runs/v10-out/weights --out ../runs/v10-anneal-out",
+    ]
+    assert _commands(card)[12:15] == [
+        "python -m training.accelerator.import_weights --from ../runs/v10-anneal-out "
+        "--shards ../runs/shards-v10-anneal \\",
+        "    --run ../runs/v10-anneal --corpus ../runs/corpus-v10-anneal --after ../runs/v10",
+        "nmt train --config training/configs/v10-head.yaml --run ../runs/v10-head",
+    ]
+    assert (
+        "    - `v10`: from scratch, on the `v10` corpus (3,100 pairs used), 8,144 steps in 10 "
+        "minutes of wall clock on one NVIDIA H200 GPU (its host's CPU not recorded; Keras on "
+        "jax, mixed_bfloat16); the next run started from the weights it handed back.\n"
+        "    - `v10-anneal`: from the `v10` run, on the `v10-anneal` corpus, 1,400 steps in 2.0 "
+        "hours of wall clock on a CPU whose model the run did not record (Keras on jax, "
+        "float32); the next run started from the weights it handed back.\n") in card
+    assert "- In all: 3 runs, 13,544 steps in 2.7 hours" in card
+    assert ("no guided alignment: attention learned from the translation loss alone; its "
+            "weights: those it handed back, the mean of its last checkpoints.") in card

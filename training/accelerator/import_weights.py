@@ -66,8 +66,9 @@ def import_weights(source: Path, shards_dir: Path, run_dir: Path, *, corpus: Pat
         run_config(config, run_dir, corpus, after), sort_keys=False))
     summary = json.loads((source / "summary.json").read_text()) if (
         source / "summary.json").exists() else {}
-    (run_dir / "summary.json").write_text(json.dumps(
-        run_summary(summary, config, parts, after), indent=2) + "\n")
+    summary = run_summary(summary, config, parts, after)
+    summary.setdefault("averaged_checkpoints", index.get("steps", []))  # the weights' steps
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     tokenizers = shards.read_manifest(shards_dir)["tokenizers"]
     tokenizer = run_dir / "tokenizer"
     tokenizer.mkdir(exist_ok=True)
