@@ -36,8 +36,17 @@ class DataConfig:
     # each of 2 to `join_max_pairs` pairs.
     join_fraction: float = 0.0
     join_max_pairs: int = 3
+    # The Keras trainer's shards, re-weighted by domain (the corpus's sources): each
+    # named domain's examples times its weight (`nmt.data.shards.reweight_domains`),
+    # e.g. a last phase towards everyday sentences from the same shards. `nmt train`
+    # reads the corpus as its recipe wrote it.
+    domain_weights: dict | None = None
 
     def __post_init__(self) -> None:
+        for name, weight in (self.domain_weights or {}).items():
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+                raise ValueError(f"data.domain_weights.{name} must be a number >= 0. "
+                                 f"Received: {weight!r}")
         if isinstance(self.join_fraction, bool) or not (
             isinstance(self.join_fraction, (int, float)) and 0 <= self.join_fraction <= 1
         ):

@@ -154,6 +154,8 @@ class KerasTrainer:
         self.links = cfg.needs_links
         if self.links:
             train = self._with_links(train, alignments or cfg.data.train_alignments)
+        if cfg.data.domain_weights:
+            train = shards.reweight_domains(train, cfg.data.domain_weights, seed=o.seed)
         joined = round(cfg.data.join_fraction * len(train))
         if joined:
             train = shards.join_examples(train, count=joined, max_pairs=cfg.data.join_max_pairs,

@@ -122,6 +122,10 @@ def prepare_tokenizers(cfg: TrainConfig, run_dir: Path, pairs) -> TokenizerPair:
 def load_corpora(cfg: TrainConfig, run_dir: Path):
     """-> (tokenizers, encoded train corpus, dev pairs); the corpus carries
     guided-alignment links when the config asks for them."""
+    if cfg.data.domain_weights:
+        raise ValueError("data.domain_weights re-weights the domains of shards for the Keras "
+                         "trainer (--shards); nmt train reads its corpus as the recipe wrote "
+                         "it: set the sources' weights in the corpus recipe (nmt corpus)")
     raw_pairs = read_pairs(cfg.data.train)
     pairs, kept, stats = clean_pairs_with_indices(raw_pairs, cfg.data.cleaning)
     log.info("train pairs kept %d (%s)", stats.kept, stats)

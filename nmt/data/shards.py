@@ -233,6 +233,38 @@ def join_examples(split: ShardSplit, *, count: int, max_pairs: int, seed: int,
     )
 
 
+def reweight_domains(split: ShardSplit, weights: dict[str, float], *, seed: int) -> ShardSplit:
+    """The split with each named domain's examples taken `weight` times: every example
+    `floor(weight)` times, and a draw (fixed by `seed`) of the rest without repeats,
+    `round(weight × count)` in all; unnamed domains keep theirs. Example order is kept
+    (epochs shuffle it).
+
+    Args:
+        split: a split with domains (`load_split`), before `join_examples`.
+        weights: `{domain: weight >= 0}` (the corpus's source names).
+        seed: the run's seed.
+
+    Raises:
+        ValueError: a name that is not one of the split's domains.
+    """
+    unknown = sorted(set(weights) - set(split.domains))
+    if unknown:
+        raise ValueError(f"data.domain_weights names {unknown}, not domains of these shards: "
+                         f"{list(split.domains)}")
+    rng = np.random.default_rng((seed, 0x7765696768))  # "weigh"
+    copies = np.ones(len(split), np.int64)
+    for index, name in enumerate(split.domains):
+        if name not in weights:
+            continue
+        members = np.flatnonzero(split.domain == index)
+        whole, rest = divmod(round(weights[name] * len(members)), len(members) or 1)
+        copies[members] = whole
+        copies[rng.choice(members, size=rest, replace=False)] += 1
+    kept = np.repeat(np.arange(len(split)), copies)
+    return dataclasses.replace(split, example_rows=split.example_rows[kept],
+                               pair_index=split.pair_index[kept], domain=split.domain[kept])
+
+
 def _append_splits(splits: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.concatenate([splits, splits[-1] + np.cumsum(lengths.astype(np.int64))])
 

@@ -31,3 +31,20 @@ def test_every_shipped_config_is_valid(path):
     ModelConfig.from_dict({**cfg.model, "source_vocab_size": cfg.tokenizer.vocab_size,
                            "target_vocab_size": cfg.tokenizer.vocab_size})
     assert Path(cfg.data.train).name == "train.tsv" and Path(cfg.data.dev).name == "dev.tsv"
+
+
+def test_domain_weights_are_numbers_and_nmt_train_refuses_them(tmp_path):
+    import yaml
+
+    from training.train import load_corpora
+
+    config = {"name": "w", "data": {"train": "train.tsv", "dev": "dev.tsv",
+                                    "domain_weights": {"anki": 3, "laws": 0.5}}}
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(config))
+    cfg = load_config(path)
+    assert cfg.data.domain_weights == {"anki": 3, "laws": 0.5}
+    with pytest.raises(ValueError, match=r"nmt train reads its corpus as the recipe wrote it"):
+        load_corpora(cfg, tmp_path / "run")
+    with pytest.raises(ValueError, match=r"data.domain_weights.laws must be a number >= 0"):
+        load_config(path, {"data.domain_weights": {"laws": -1}})

@@ -273,3 +273,22 @@ def test_the_command_writes_shards_and_prints_a_table(corpus_dir, tiny_tokenizer
     assert main([*argv[:3], "--spm", str(tmp_path / "missing.model"), *argv[5:],
                  "--overwrite"]) == 2
     assert "missing.model does not exist" in capsys.readouterr().err
+
+
+def test_reweighting_domains_takes_each_example_its_weight_in_copies(shards_dir):
+    split = shards.load_split(shards_dir)
+    counts = {name: int((split.domain == i).sum()) for i, name in enumerate(split.domains)}
+    heavier = shards.reweight_domains(split, {"a": 2.5, "c": 0.5}, seed=4)
+    again = shards.reweight_domains(split, {"a": 2.5, "c": 0.5}, seed=4)
+    np.testing.assert_array_equal(heavier.example_rows, again.example_rows)
+    after = {name: int((heavier.domain == i).sum()) for i, name in enumerate(split.domains)}
+    assert after == {"a": round(2.5 * counts["a"]), "b": counts["b"],
+                     "c": round(0.5 * counts["c"])}
+    # Every example of `a` at least twice; the rows keep their pairs and domains.
+    a_rows = split.example_rows[split.domain == 0]
+    assert np.isin(a_rows, heavier.example_rows).all()
+    for index in range(len(heavier)):
+        assert heavier.domain[index] == split.domain[
+            np.flatnonzero(split.example_rows == heavier.example_rows[index])[0]]
+    with pytest.raises(ValueError, match=r"names \['news'\], not domains of these shards"):
+        shards.reweight_domains(split, {"news": 2}, seed=4)
