@@ -108,6 +108,9 @@ def test_read_links_parses_pharaoh_with_empty_lines(tmp_path):
     path.write_text("0-0 1-2\n\n3-1\n", encoding="utf-8")
     values, splits = read_links(path)
     assert values.tolist() == [[0, 0], [1, 2], [3, 1]] and splits.tolist() == [0, 2, 2, 3]
+    path.write_text("\n\n", encoding="utf-8")  # two pairs, no links
+    values, splits = read_links(path)
+    assert values.shape == (0, 2) and splits.tolist() == [0, 0, 0]
 
 
 def test_bad_links_say_what_to_change(shards_dir, links_file, tmp_path):  # noqa: F811
