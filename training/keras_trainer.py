@@ -182,8 +182,6 @@ class KerasTrainer:
             self.trainee.build_for()
             self.model.compile(jit_compile=jit)  # for the dev loss (test_on_batch)
         self.frozen = self.links and self.trainee.frozen
-        # TensorFlow's XLA cannot differentiate the recurrent loops that carry the
-        # head's keys (a TensorArray of unknown size); plain graphs can (`nmt train`).
         self.trainee.compile(optimizer=self.optimizer, jit_compile=jit)
         self.position = Position()
         self.train_seconds = 0.0  # over every part of a resumed run

@@ -265,6 +265,12 @@ def reweight_domains(split: ShardSplit, weights: dict[str, float], *, seed: int)
                                pair_index=split.pair_index[kept], domain=split.domain[kept])
 
 
+def _row_links(split: ShardSplit, rows: np.ndarray) -> np.ndarray:
+    """`(links, 2)` the word links of `rows`, in order, concatenated."""
+    return np.stack([_take(split.link_values[:, side], split.link_splits, rows)
+                     for side in (0, 1)], axis=1)
+
+
 def _append_splits(splits: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.concatenate([splits, splits[-1] + np.cumsum(lengths.astype(np.int64))])
 
@@ -289,9 +295,7 @@ def _joined_links(split: ShardSplit, rows: np.ndarray, group: np.ndarray) -> dic
 
     counts = np.diff(split.link_splits)[rows]  # (members,) links of each member
     shift = np.stack([offsets(source), offsets(target)], axis=1)  # (members, 2)
-    member_links = np.concatenate([_take(split.link_values[:, side], split.link_splits, rows)
-                                   [:, None] for side in (0, 1)], axis=1)
-    member_links = member_links + np.repeat(shift, counts, axis=0)
+    member_links = _row_links(split, rows) + np.repeat(shift, counts, axis=0)
     per_example = np.add.reduceat(counts, starts) if len(rows) else counts[:0]
     return {"link_values": np.concatenate([split.link_values,
                                            member_links.astype(np.int32)]),
@@ -461,8 +465,7 @@ def gold_alignment(split: ShardSplit, indices: np.ndarray, target_width: int,
         raise ValueError("this split has no word links: `nmt.data.shard_links.attach_links` first")
     rows = split.example_rows[np.asarray(indices, dtype=np.int64)]
     counts = split.link_splits[rows + 1] - split.link_splits[rows]
-    starts = np.repeat(split.link_splits[rows] - (np.cumsum(counts) - counts), counts)
-    links = split.link_values[np.arange(int(counts.sum()), dtype=np.int64) + starts]
+    links = _row_links(split, rows)
     gold = np.zeros((len(rows), target_width, source_width), np.float32)
     gold[np.repeat(np.arange(len(rows)), counts), links[:, 1], links[:, 0]] = 1.0
     return gold
