@@ -1,6 +1,6 @@
 """`nmt shards`: a corpus tokenized once into training shards (`nmt.data.shard_writer`).
 
-    nmt shards --corpus ../runs/corpus-en-fr-v10 --spm models/en-fr/9/assets/en.spm.model \\
+    nmt shards --corpus ../runs/corpus-en-fr-v10 --spm models/en-fr/10/assets/en.spm.model \\
         --out ../runs/shards-en-fr-v10 --config training/configs/en-fr-broad.yaml
 
 The cleaning options and the length limit are `nmt train`'s: those of
@@ -35,7 +35,7 @@ def add_shards_parser(sub) -> None:
                    help="a corpus directory of `nmt corpus` (train.tsv, dev.tsv) or one "
                         "English<TAB>French TSV (required)")
     p.add_argument("--spm", type=Path, metavar="MODEL",
-                   help="the SentencePiece model, e.g. models/en-fr/9/assets/en.spm.model "
+                   help="the SentencePiece model, e.g. models/en-fr/10/assets/en.spm.model "
                         "(joint: both sides) (required)")
     p.add_argument("--target-spm", type=Path, metavar="MODEL",
                    help="the French side's model, when it is not --spm's (not joint)")

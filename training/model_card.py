@@ -276,7 +276,12 @@ def _chain_line(stages: Sequence[Stage]) -> list[str]:
     missing = f" ({unknown} of them not recorded)" if unknown else ""
     return [f"- In all: {len(stages)} runs{missing}, "
             f"{sum(summary['steps'] for summary in recorded):,} steps in {hours:.1f} hours of "
-            f"wall clock on {' and '.join(machines)}; {seen}."]
+            f"wall clock on {_series(machines)}; {seen}."]
+
+
+def _series(items: Sequence[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return " and ".join(filter(None, (", ".join(items[:-1]), items[-1])))
 
 
 def _last_run(stages: Sequence[Stage]) -> str:

@@ -32,11 +32,13 @@ def test_translates_an_everyday_sentence_with_its_alignment(translator):
 def test_metadata_carries_attribution_and_scores(translator):
     metadata = translator.info.metadata
     for source in ("manythings.org/anki", "Open Government Licence – Canada",
-                   "python-docs-fr", "godot-editor-l10n"):  # every training source's
+                   "python-docs-fr", "godot-editor-l10n", "LibreOffice user-interface",
+                   "LibreOffice help", "Firefox user-interface"):  # every training source's
         assert source in metadata["attribution"], source
-    assert metadata["scores"]["test_bleu"] >= 45.0
+    # Version 10 traded everyday sentences (version 9: 45.15) for every other kind of text.
+    assert metadata["scores"]["test_bleu"] >= 40.0
     assert metadata["scores"]["alibi_aer"] <= 0.20
-    assert translator.info.version == 9
+    assert translator.info.version == 10
     assert translator.info.attention == (
         "luong-general+head-general-both-context128-in128-agree-shared")
     assert (translator.info.alignment, translator.info.word_links) == (
@@ -45,7 +47,7 @@ def test_metadata_carries_attribution_and_scores(translator):
     assert len(metadata["averaged_checkpoints"]) == 2
     # The head was trained on the frozen weights of the broad corpus's last phase.
     assert metadata["training"]["alignment_head"]["train"] == "frozen"
-    assert metadata["training"]["starting_model"]["name"] == "en-fr-broad-anneal"
+    assert metadata["training"]["starting_model"]["name"] == "en-fr-v10-anneal"
 
 
 def test_dev_bleu_has_not_regressed(shared_data):

@@ -479,7 +479,7 @@ def test_reproduce_of_a_chain_builds_each_corpus_run_and_export_in_order(tmp_pat
     training = card.split("## Training\n\n")[1]
     assert training.startswith(
         "- In all: 3 runs, 5,800 steps in 6.8 hours of wall clock on Broad CPU (2 cores, no "
-        "GPU or TPU) and Anneal CPU (2 cores, no GPU or TPU) and Head CPU (2 cores, no GPU or "
+        "GPU or TPU), Anneal CPU (2 cores, no GPU or TPU) and Head CPU (2 cores, no GPU or "
         "TPU); at most 1 full epoch of its corpus in one run.\n- Made by 3 runs,")
     assert ("\n- The last run, `head`: 4,000 steps (1 full epoch), 30 minutes of wall clock "
             "on Head CPU") in training

@@ -8,10 +8,11 @@ import pytest
 from nmt.data import subwords
 from nmt.data.corpus import read_pairs
 from nmt.data.subwords import PlainTokenizer, normalize_text
+from nmt.paths import resolve_version_dir
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURE = REPO / "tests" / "fixtures" / "tiny_pairs.tsv"
-SHIPPED_SPM = REPO / "models" / "en-fr" / "9" / "assets" / "en.spm.model"
+SHIPPED_SPM = resolve_version_dir(REPO / "models" / "en-fr") / "assets" / "en.spm.model"
 
 # One string per rule, and the characters where Python and RE2/ICU could part ways.
 TRICKY = [
