@@ -15,13 +15,18 @@ placeholders without position (`%s`, `%d`, `{}`) keep the source's order, and
 chrF and BLEU against the French reference. Also checked, without the model:
 that every string without a placeholder is read exactly as given.
 
+`--tsv FILE...` reads other pairs instead (English<TAB>French first, gzip or
+not), and `--kinds` chooses the kinds that select a string (default: all of
+`KINDS`), e.g. the URLs and e-mail addresses of the corpus's held-out pairs:
+`--tsv ../runs/corpus-en-fr-v10/dev-*.tsv --kinds url email`.
+
 `--compare` adds the two designs measured against: the placeholders alone
 taken out (`verbatim_pieces(words=False)`, where `'%s'?` leaves `''?` for the
 model), and numbered stand-ins the model should copy (`7`, `8`... in place
 of each placeholder; counted: strings whose stand-ins all come back once).
 
     python bench/placeholders.py [--model models/en-fr] [--data ../shared/data]
-        [--limit N] [--batch-size 64] [--compare]
+        [--tsv FILE...] [--kinds KIND...] [--limit N] [--batch-size 64] [--compare]
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.support.inputs import add_model_and_data_arguments, machine  # noqa: E402
 from documents import markup  # noqa: E402
-from documents.placeholders import find_placeholders, verbatim_pieces  # noqa: E402
+from documents.placeholders import KINDS, find_placeholders, verbatim_pieces  # noqa: E402
 from documents.protection import protect, translate_protected  # noqa: E402
 from nmt.evaluation.metrics import corpus_scores  # noqa: E402
 
@@ -52,19 +57,25 @@ GODOT = Path("more-enfr") / "godot-editor.tsv.gz"
 STAND_IN = 7  # the k-th placeholder becomes STAND_IN + k (of 3, 7 and 101, 7 is copied most)
 
 
-def read_strings(data: Path) -> list[tuple[str, str]]:
-    """Every `(English, French)` pair of the Godot UI strings, in file order."""
-    path = data / GODOT
-    if not path.is_file():
-        raise SystemExit(f"No Godot UI strings at {path}; pass --data DIR")
-    with gzip.open(path, "rt", encoding="utf-8") as lines:
-        rows = [line.rstrip("\n").split("\t") for line in lines if line.strip()]
-    return [(row[0], row[1]) for row in rows]
+def read_strings(data: Path, paths: Sequence[Path] = ()) -> list[tuple[str, str]]:
+    """Every `(English, French)` pair of `paths` (default: the Godot UI strings), in order."""
+    paths = list(paths) or [data / GODOT]
+    pairs = []
+    for path in paths:
+        if not path.is_file():
+            raise SystemExit(f"No pairs at {path}; pass --data DIR or --tsv FILE")
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as lines:
+            rows = [line.rstrip("\n").split("\t") for line in lines if line.strip()]
+        pairs += [(row[0], row[1]) for row in rows if len(row) > 1]
+    return pairs
 
 
-def with_placeholders(pairs: Sequence[tuple[str, str]], limit: int = 0) -> list[tuple[str, str]]:
-    """The pairs whose English side has a placeholder, the first `limit` of them (0: all)."""
-    found = [(en, fr) for en, fr in pairs if find_placeholders(en)]
+def with_placeholders(pairs: Sequence[tuple[str, str]], limit: int = 0,
+                      kinds: Sequence[str] = KINDS) -> list[tuple[str, str]]:
+    """The pairs whose English side has a placeholder of `kinds`, the first `limit` of them
+    (0: all)."""
+    found = [(en, fr) for en, fr in pairs if any(p.kind in kinds for p in find_placeholders(en))]
     return found[:limit] if limit else found
 
 
@@ -164,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0,
                         help="the first N strings with placeholders (default: all)")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per model call")
+    parser.add_argument("--tsv", type=Path, nargs="+", default=[],
+                        help="pairs to read instead of the Godot strings (English<TAB>French)")
+    parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS,
+                        help="the placeholder kinds that select a string (default: all)")
     parser.add_argument("--compare", action="store_true",
                         help="also the placeholders alone taken out, and numbered stand-ins")
     args = parser.parse_args(argv)
@@ -172,11 +187,11 @@ def main(argv: list[str] | None = None) -> int:
 
     translator = Translator.load(args.model)
     print(f"model {translator.info.path}; {machine()}")
-    pairs = read_strings(args.data)
+    pairs = read_strings(args.data, args.tsv)
     plain = [en for en, _ in pairs if not find_placeholders(en)]
-    print(f"{GODOT}: {len(pairs)} strings; of the {len(plain)} without placeholders, "
-          f"{read_as_given(plain)} read exactly as given")
-    chosen = with_placeholders(pairs, args.limit)
+    print(f"{', '.join(map(str, args.tsv)) or GODOT}: {len(pairs)} strings; of the "
+          f"{len(plain)} without placeholders, {read_as_given(plain)} read exactly as given")
+    chosen = with_placeholders(pairs, args.limit, args.kinds)
     started = time.perf_counter()
     found = compare(chosen, translator.translate, args.batch_size, args.compare)
     strings, kinds = found["strings"], found["placeholders"]

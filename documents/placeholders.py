@@ -26,6 +26,15 @@ Kinds (`KINDS`):
   (names of HTML5's list only). In HTML and XML documents they are the
   markup's own (decoded for the model, escaped again where needed), so
   `MARKUP_KINDS` leaves them out.
+- `url`: web addresses, `https://example.com/a_b?x=1`, `ftp://...`,
+  `file://...`, `www.example.org`, up to a space, a quote or a square
+  bracket, and without the punctuation that ends a sentence or clause
+  (`.,;:!?)`), which stays text (the piece of a word of nothing else takes
+  it along, below).
+- `email`: addresses, `bob@example.com`, `first.last+tag@mail.example.co.uk`.
+  The model's vocabulary has no `@`, `_`, `#`, `=`, `[`, `|`... (they read as
+  an unknown piece), and read as text a URL or an address comes back in
+  pieces or twice; nobody wants either translated.
 
 Deliberately not placeholders:
 - `%` before a space or at the end (`50 % off`, `100%`): the space flag of
@@ -36,7 +45,8 @@ Deliberately not placeholders:
 - `&` that starts no reference (`Drag & drop`, `R&D`), a name HTML does not
   define (`&foo;`), and a reference without its `;` (`&amp`).
 In prose, `%` right before a conversion letter (`20%off`) does read as a
-placeholder: such requests can turn placeholders off.
+placeholder: such requests can turn placeholders off. A URL holds what is
+inside it, `%20` or a template's `{id}` (`https://example.com/{id}/edit`).
 
 One more kind, `rest`, is only found when asked for (`REST_KINDS`, not
 `KINDS`): the inline markup of reStructuredText (Sphinx documentation, e.g. the
@@ -72,11 +82,11 @@ import dataclasses
 import html.entities
 import re
 
-KINDS = ("printf", "brace", "icu", "entity")
+KINDS = ("printf", "brace", "icu", "entity", "url", "email")
 # The kinds of reStructuredText documentation: `rest` is only found when asked for.
 REST_KINDS = (*KINDS, "rest")
 # In HTML and XML documents an entity is markup, decoded by the parser (documents.markup).
-MARKUP_KINDS = ("printf", "brace", "icu")
+MARKUP_KINDS = ("printf", "brace", "icu", "url", "email")
 
 _PRINTF = r"""
     (?P<percent>%%)                                     # a literal percent sign, written %%
@@ -100,13 +110,24 @@ _BRACE = r"""
     \}
 """
 _ENTITY = r"&(?:\#[0-9]{1,7}|\#[xX][0-9a-fA-F]{1,6}|(?P<entity>[A-Za-z][A-Za-z0-9]{1,31}));"
-# One pattern, tried at each position in this order: a brace argument holding a `%`
-# ({:%Y-%m-%d}) is one placeholder, and ICU's nested braces win over a plain argument.
+_URL = r"""
+    (?<![\w@/.-])(?:(?:https?|ftp|file)://|www\.)       # a scheme, or www. at a word's start
+    [^\s<>"'`|\\^\[\]]*                                  # up to a space, quote or bracket
+    [^\s<>"'`|\\^\[\].,;:!?)»”’]                         # not ending in a sentence's punctuation
+"""
+_EMAIL = r"""
+    (?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._+-]*@            # the local part (no % : printf's %s@)
+    (?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,}(?![\w-])   # domain, top level
+"""
+# One pattern, tried at each position in this order: a URL or address holding a `%` or
+# `&` is one placeholder, a brace argument holding a `%` ({:%Y-%m-%d}) is one, and ICU's
+# nested braces win over a plain argument.
 _PATTERN = re.compile(
-    rf"(?P<icu>{_ICU})|(?P<brace>{_BRACE})|(?P<printf>{_PRINTF})|(?P<entity_ref>{_ENTITY})",
+    rf"(?P<url>{_URL})|(?P<email>{_EMAIL})|(?P<icu>{_ICU})|(?P<brace>{_BRACE})"
+    rf"|(?P<printf>{_PRINTF})|(?P<entity_ref>{_ENTITY})",
     re.VERBOSE)
 _GROUPS = {"icu": "icu", "brace": "brace", "printf": "printf", "entity_ref": "entity",
-           "rest": "rest"}
+           "rest": "rest", "url": "url", "email": "email"}
 # reStructuredText's inline markup: it starts after a space, punctuation or the start and
 # ends before one (not inside a word), and has no space just inside its edges.
 _REST = r"""

@@ -84,5 +84,18 @@ def test_main_runs_on_a_small_set(tmp_path, tiny_model_dir, capsys):
     assert "of the 1 without placeholders, 1 read exactly as given" in out
     assert "3 strings with 4 placeholders (printf 4)" in out
     assert "after (placeholders kept)     100.0%   100.0%" in out
-    with pytest.raises(SystemExit, match="No Godot UI strings"):
+    with pytest.raises(SystemExit, match="No pairs at .*; pass --data DIR or --tsv FILE"):
         read_strings(tmp_path / "nowhere")
+
+
+def test_other_pairs_and_the_kinds_that_select_them(tmp_path):
+    plain, zipped = tmp_path / "dev-docs.tsv", tmp_path / "ui.tsv.gz"
+    plain.write_text("See https://x.org/a_b now.\tVoir https://x.org/a_b maintenant.\tdocs\n"
+                     "Set %s.\tRégler %s.\tdocs\n", encoding="utf-8")
+    with gzip.open(zipped, "wt", encoding="utf-8") as out:
+        out.write("Mail bob@example.com\tÉcrire à bob@example.com\n\nno French side\n")
+    pairs = read_strings(tmp_path / "unused", [plain, zipped])
+    assert [en for en, _ in pairs] == ["See https://x.org/a_b now.", "Set %s.",
+                                       "Mail bob@example.com"]
+    assert with_placeholders(pairs, kinds=("url", "email")) == [pairs[0], pairs[2]]
+    assert with_placeholders(pairs, kinds=("printf",)) == [pairs[1]]

@@ -63,6 +63,52 @@ def test_prose_is_no_placeholder(text):
     assert found(text) == []
 
 
+@pytest.mark.parametrize(("text", "url"), [
+    ("Visit https://example.com/a_b?x=1&y=%20 today.", "https://example.com/a_b?x=1&y=%20"),
+    ("See http://x.org.", "http://x.org"),  # the full stop ends the sentence
+    ("(see https://x.org/page), then", "https://x.org/page"),
+    ("Open https://x.org/{id}/edit.", "https://x.org/{id}/edit"),  # a template's brace inside
+    ("Get ftp://ftp.example.org/pub/file.txt!", "ftp://ftp.example.org/pub/file.txt"),
+    ("Open file:///home/me/notes.txt?", "file:///home/me/notes.txt"),
+    ("Go to www.python.org; then", "www.python.org"),
+    ("« https://fr.wikipedia.org/wiki/Éclair »", "https://fr.wikipedia.org/wiki/Éclair"),
+    ("[https://x.org] and <https://y.org>", "https://x.org"),
+])
+def test_urls_are_found_without_the_punctuation_after_them(text, url):
+    assert found(text)[0] == (url, "url")
+
+
+@pytest.mark.parametrize("text", [
+    "Write to bob@example.com.", "Mail first.last+tag@mail.example.co.uk!",
+    "(docs@python.org)",
+])
+def test_email_addresses(text):
+    [(address, kind)] = found(text)
+    assert kind == "email" and "@" in address and address[-1].isalpha()
+
+
+@pytest.mark.parametrize("text", [
+    "http://", "https:// x", "see example.com", "swww.x.org", "std::vector",
+    "a.b@c", "@user", "me@home", "x@y.z", "user@-bad.org",
+])
+def test_what_is_no_url_or_address(text):
+    assert [kind for _, kind in found(text) if kind in ("url", "email")] == []
+
+
+def test_a_printf_conversion_before_an_at_sign_stays_printf():
+    assert found("Send %s@%s now") == [("%s", "printf"), ("%s", "printf")]
+    assert found("Send %@ to bob@example.com") == [("%@", "printf"),
+                                                   ("bob@example.com", "email")]
+
+
+def test_a_url_or_address_is_one_piece_with_the_punctuation_of_its_word():
+    pieces = [p.text for p in verbatim_pieces("Write to bob@example.com, or see "
+                                              "https://x.org/a_b).")]
+    assert pieces == ["bob@example.com,", "https://x.org/a_b)."]
+    # A URL's own braces take no argument: the `{}` after it is the first in order.
+    assert [p.ordered for p in verbatim_pieces("See https://x.org/{} and {}")] == [False, True]
+
+
 def test_several_kinds_in_order_with_offsets():
     text = "Hello %s, you have {0} new messages &amp; %1$s."
     assert find_placeholders(text) == [
@@ -88,6 +134,10 @@ def test_a_brace_holding_percent_signs_is_one_placeholder():
 def test_kinds_choose_what_is_found():
     text = "Save %s &amp; {0}"
     assert found(text, MARKUP_KINDS) == [("%s", "printf"), ("{0}", "brace")]
+    # Addresses are text in HTML and XML too (an href is markup, not text).
+    assert found("Mail bob@example.com &amp; see https://x.org", MARKUP_KINDS) == [
+        ("bob@example.com", "email"), ("https://x.org", "url")]
+    assert found("Mail bob@example.com", ("printf",)) == []
     assert found(text, ("entity",)) == [("&amp;", "entity")]
     with pytest.raises(ValueError, match="kinds must be a collection of"):
         find_placeholders(text, ("printf", "bbcode"))
