@@ -45,7 +45,7 @@ def test_metadata_carries_attribution_and_scores(translator):
         "alignment_head", "intersect")
     assert translator.info.precisions == ("float32", "bfloat16")
     assert len(metadata["averaged_checkpoints"]) == 2
-    # The head was trained on the frozen weights of the broad corpus's last phase.
+    # The head was trained on the frozen weights of the v10 corpus's last phase.
     assert metadata["training"]["alignment_head"]["train"] == "frozen"
     assert metadata["training"]["starting_model"]["name"] == "en-fr-v10-anneal"
 
