@@ -21,9 +21,14 @@ most (argmax per target word), so each target word has exactly one link,
 unless its attention on the source words is 0 (all of it on the
 end-of-sentence token, or an empty source): then it has none.
 
-Unknown words (Luong et al. 2015, "Addressing the rare word problem"): an
-unknown output piece is replaced by the (normalised) source word it attends
-to most, as a word of its own.
+Unknown words (after Luong et al. 2015, "Addressing the rare word problem"):
+an unknown output piece is replaced by what the source word it attends to
+most holds in place of it. Where that word has unknown pieces of its own (a
+character the vocabulary lacks: "[Save]", "#urgent", "user_name"), the piece
+becomes the characters of the one it attends to most, in place, so that the
+pieces the model wrote around it stay ("[Save]." not "[Save]Save [Save].").
+Where the word has none, the piece becomes that whole (normalised) word, as a
+word of its own.
 """
 
 from __future__ import annotations
@@ -185,26 +190,89 @@ def _pieces(tokenizer, ids, with_eos_lengths):
     return tf.where(positions < with_eos_lengths[:, None], pieces, "")
 
 
-def replace_unknown(pieces, unknown, attention, source_words, word_strings):
-    """Unknown pieces become the source word they attend to most (Luong et al. 2015b).
+def unknown_piece_texts(tokenizer, sentences, source_ids):
+    """The normalised characters each unknown source piece stands for.
 
     Args:
-        pieces: string `(N, T)` target pieces.
+        tokenizer: the source `SubwordTokenizer`.
+        sentences: string `(N,)`, the sources as given.
+        source_ids: int `(N, S)`, their ids as searched (truncated, EOS, 0 padding).
+
+    Returns:
+        string `(N, S)`: the characters of `normalize(sentences)` under each
+        unknown piece (SentencePiece gives a run of unknown characters one
+        piece: "<=", "北京"), "" at every other position.
+    """
+    ids, starts, ends = tokenizer.tokenize_with_offsets(sentences)
+    shape = tf.shape(source_ids, out_type=tf.int64)
+    dense_ids = tf.cast(ids.to_tensor(0, shape=shape), tf.int32)
+    starts = starts.to_tensor(0, shape=shape)
+    ends = ends.to_tensor(0, shape=shape)
+    texts = tf.broadcast_to(tokenizer.normalize(sentences)[:, None], tf.cast(shape, tf.int32))
+    chars = tf.strings.substr(texts, starts, ends - starts)
+    unknown = tf.equal(dense_ids, UNK_ID) & tf.equal(tf.cast(source_ids, tf.int32), UNK_ID)
+    return tf.where(unknown, chars, "")
+
+
+def _edge_characters(pieces, blank):
+    """The last character of the piece before each piece and the first of the one after.
+
+    Args:
+        pieces: string `(N, L)`, "" beyond the length.
+        blank: what an absent or empty neighbour gives (a character no piece holds).
+
+    Returns:
+        Two string `(N, L)` tensors; "▁" counts as a character (a space).
+    """
+    shifted_right = tf.pad(pieces, [[0, 0], [1, 0]])[:, :-1]
+    shifted_left = tf.pad(pieces, [[0, 0], [0, 1]])[:, 1:]
+    last = tf.strings.substr(blank + shifted_right, -1, 1, unit="UTF8_CHAR")
+    first = tf.strings.substr(shifted_left + blank, 0, 1, unit="UTF8_CHAR")
+    return last, first
+
+
+def replace_unknown(pieces, unknown, attention, source_words, word_strings, source_pieces,
+                    source_unknown):
+    """Unknown pieces become what the source word they attend to most holds for them.
+
+    A piece the model wrote as a copy of an unknown piece of that word (the
+    character before or after it is the same as around the source's: "▁ <unk>
+    S a ve <unk>" for "[Save]") becomes that piece's characters, in place; of
+    several, the one with most such neighbours, then most attention. Any
+    other becomes the whole attended word, as a word of its own (a lone
+    "<unk>" for "Zanzibar").
+
+    Args:
+        pieces: string `(N, T)` target pieces, "" beyond the length.
         unknown: bool `(N, T)`, the pieces to replace.
         attention: float32 `(N, T, S)`.
         source_words: int32 `(N, S)`, word index of each source piece, -1 for none.
         word_strings: string `(N, W)`, the source words those indices refer to.
+        source_pieces: string `(N, S)` source pieces, "" beyond the length.
+        source_unknown: string `(N, S)`, `unknown_piece_texts`.
 
     Returns:
-        string `(N, T)`: "▁" + word at replaced positions (a word of its own);
-        unknown pieces that attend to no source word are kept.
+        string `(N, T)`, the pieces with unknown ones replaced; unknown pieces
+        that attend to no source word are kept.
     """
     per_word = tf.matmul(attention, _one_hot_words(source_words))  # (N, T, Ws)
     best = tf.argmax(per_word, axis=2, output_type=tf.int32)  # (N, T)
     found = (tf.reduce_max(per_word, axis=2) > 0.0) & (best < tf.shape(word_strings)[1])
     padded = tf.pad(word_strings, [[0, 0], [0, 1]])  # gather-safe when W = 0
     words = tf.gather(padded, tf.where(found, best, 0), batch_dims=1)  # (N, T)
-    return tf.where(unknown & found, WORD_START + words, pieces)
+    # The attended word's unknown pieces, scored by the neighbours they share with the
+    # target piece (2 each) and then by attention (at most 1).
+    in_best = (tf.not_equal(source_unknown, "")[:, None, :]
+               & tf.equal(source_words[:, None, :], best[:, :, None]))  # (N, T, S)
+    before, after = _edge_characters(pieces, "\x01")  # (N, T)
+    source_before, source_after = _edge_characters(source_pieces, "\x02")  # (N, S)
+    shared = (tf.cast(tf.equal(before[:, :, None], source_before[:, None, :]), tf.float32)
+              + tf.cast(tf.equal(after[:, :, None], source_after[:, None, :]), tf.float32))
+    score = tf.where(in_best, 2.0 * shared + tf.cast(attention, tf.float32), -1.0)
+    piece = tf.argmax(score, axis=2, output_type=tf.int32)  # (N, T)
+    copied = tf.reduce_max(score, axis=2) >= 2.0
+    chars = tf.gather(source_unknown, piece, batch_dims=1)  # (N, T)
+    return tf.where(unknown & found, tf.where(copied, chars, WORD_START + words), pieces)
 
 
 def _join_pieces(pieces, valid):
@@ -281,6 +349,7 @@ def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids,
                 target_pieces, tf.equal(target_ids, UNK_ID) & tgt_valid, word_rows,
                 normalized_words,
                 tf.strings.split(source_tokenizer.normalize(sentences)).to_tensor(""),
+                source_pieces, unknown_piece_texts(source_tokenizer, sentences, source_ids),
             ),
             lambda: target_pieces,
         )

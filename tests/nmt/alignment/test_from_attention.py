@@ -252,6 +252,50 @@ def test_unknown_piece_is_replaced_by_the_attended_source_word(tokenizers, piece
     assert out["target_tokens"].numpy()[0, 1] == b"<unk>"  # tokens stay the model's
 
 
+def test_unknown_piece_texts_are_the_characters_under_unknown_pieces(tokenizers):
+    sentences = ["x <= 5 [you]", "I love you"]
+    src = source_ids(tokenizers.source, sentences)
+    texts = from_attention.unknown_piece_texts(
+        tokenizers.source, tf.constant(sentences), tf.constant(src)).numpy()
+    assert [t.decode() for t in texts[0] if t] == ["<=", "[", "]"]  # a run is one piece
+    assert np.array_equal(texts[0] != b"", src[0] == UNK_ID)
+    assert not texts[1].any()
+
+
+def copied_unknown(tokenizers, piece_ids, sentence, word, columns):
+    """`sentence`'s word `word` copied piece by piece after "▁le"; the k-th copied piece
+    attends to source position `columns(k, position)`."""
+    src = source_ids(tokenizers.source, [sentence])
+    pieces = pieces_of(tokenizers.source, src[0])
+    starts = [i for i, p in enumerate(pieces) if p.startswith(MARK)]
+    first = starts[word]
+    last = starts[word + 1] if word + 1 < len(starts) else len(pieces) - 1
+    row = ["▁le", *pieces[first:last]]
+    assert "<unk>" in row, f"the tiny vocabulary reads {sentence!r} without unknown pieces"
+    tgt, lengths = target_ids(piece_ids, [row])
+    attention = peaked_attention(src, lengths, tgt.shape[1], [
+        [0, *(columns(k, first + k) for k in range(last - first)), len(pieces) - 1]])
+    return outputs(tokenizers, [sentence], src, tgt, lengths, attention)
+
+
+@pytest.mark.parametrize("sentence", ["I love [you]", "I love #you now", "x <= 5"])
+def test_a_copied_unknown_piece_becomes_its_characters_in_place(tokenizers, piece_ids, sentence):
+    word = 2 if sentence.startswith("I") else 1
+    out = copied_unknown(tokenizers, piece_ids, sentence, word, lambda k, position: position)
+    expected = sentence.split()[word]
+    assert out["translations"].numpy()[0].decode() == f"le {expected}"
+    assert out["word_alignments"].numpy()[0] == f"0-0 {word}-1".encode()
+
+
+def test_neighbours_choose_among_a_words_unknown_pieces(tokenizers, piece_ids):
+    # Every piece of "[you]" attends to its first piece: the "]" piece still becomes "]",
+    # as its neighbour ("u" before it) is the one around the source's "]".
+    src = source_ids(tokenizers.source, ["I love [you]"])
+    first = pieces_of(tokenizers.source, src[0]).index("<unk>")
+    out = copied_unknown(tokenizers, piece_ids, "I love [you]", 2, lambda k, position: first)
+    assert out["translations"].numpy()[0].decode() == "le [you]"
+
+
 # ------------------------------------------------------------------------- forced alignment
 
 
