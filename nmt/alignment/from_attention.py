@@ -29,6 +29,10 @@ becomes the characters of the one it attends to most, in place, so that the
 pieces the model wrote around it stay ("[Save]." not "[Save]Save [Save].").
 Where the word has none, the piece becomes that whole (normalised) word, as a
 word of its own.
+
+French spacing: the model writes a space before `! ? : ;` as French text
+does, also inside tokens ("https ://", ":meth :`x`"); that space is taken
+back where the source holds the mark glued on both sides (`glue_marks`).
 """
 
 from __future__ import annotations
@@ -275,6 +279,71 @@ def replace_unknown(pieces, unknown, attention, source_words, word_strings, sour
     return tf.where(unknown & found, tf.where(copied, chars, WORD_START + words), pieces)
 
 
+# French spacing puts a space before these (`nmt.data.tokenizer`'s French rules), and the
+# model writes it, also where the mark is inside a token: ":meth:`x`", "std::vector".
+_SPACED_MARKS = ("!", "?", ":", ";")
+
+
+def _is_mark(characters):
+    found = tf.zeros_like(characters, tf.bool)
+    for mark in _SPACED_MARKS:
+        found |= tf.equal(characters, mark)
+    return found
+
+
+def glue_marks(pieces, valid, sources):
+    """Takes back the space the model wrote before `! ? : ;` inside a token.
+
+    French spacing ("Va !", "Note : ceci") is right before a mark that ends a
+    word; before one glued to what follows it is not ("https ://",
+    ":meth :`x`"). A space the model wrote before a mark is removed where the
+    mark is glued to the character after it and the source holds the same
+    character glued to the same mark (":pep:`529`" gives back ":pep:`529`",
+    its first colon, spaced in the source, staying spaced).
+
+    Args:
+        pieces: string `(N, T)`, the output pieces (unknown ones replaced).
+        valid: bool `(N, T)`, False at EOS and padding.
+        sources: string `(N,)`, the normalised sources.
+
+    Returns:
+        string `(N, T)`: the pieces, a "▁" taken off where a space goes.
+    """
+    given, pieces = pieces, tf.where(valid, pieces, "")
+    bare = tf.strings.regex_replace(pieces, WORD_START, "")
+    first = tf.strings.substr(bare + "\x01", 0, 1, unit="UTF8_CHAR")  # (N, T)
+    # The mark is glued to what follows: more characters in its piece, or a next piece
+    # that starts without a space.
+    next_first = tf.strings.substr(_shifted(pieces, -1, "") + "\x01", 0, 1, unit="UTF8_CHAR")
+    glued_after = ((tf.strings.length(bare, unit="UTF8_CHAR") > 1)
+                   | (tf.not_equal(next_first, WORD_START) & tf.not_equal(next_first, "\x01")))
+    lone_space = tf.equal(pieces, WORD_START)
+    spaced = _starts_with_marker(pieces)
+    space_before = spaced | _shifted(lone_space, 1, False)
+    # The character written before that space: the end of the piece before "▁:", or of
+    # the one before the lone "▁".
+    before = tf.where(spaced, _shifted(bare, 1, ""), _shifted(bare, 2, ""))
+    before = tf.strings.substr("\x01" + before, -1, 1, unit="UTF8_CHAR")
+    candidate = valid & _is_mark(first) & space_before & glued_after
+    # The source's marks glued to the character before them: "p:" of ":pep:`529`".
+    characters = tf.strings.unicode_split(sources, "UTF-8").to_tensor("")  # (N, C)
+    previous = _shifted(characters, 1, "")
+    glued = (_is_mark(characters) & ~_is_mark(previous) & tf.not_equal(previous, " ")
+             & tf.not_equal(previous, ""))
+    pairs = tf.ragged.boolean_mask(previous + characters, glued).to_tensor("\x02")  # (N, P)
+    in_source = tf.reduce_any(tf.equal((before + first)[:, :, None], pairs[:, None, :]), axis=2)
+    glue = candidate & in_source
+    unspaced = tf.where(glue & spaced, bare, given)
+    return tf.where(_shifted(glue & ~spaced, -1, False) & lone_space, "", unspaced)
+
+
+def _shifted(values, by, fill):
+    """`values[:, t - by]` along axis 1, `fill` where that is outside the row."""
+    if by > 0:
+        return tf.pad(values, [[0, 0], [by, 0]], constant_values=fill)[:, :-by]
+    return tf.pad(values, [[0, 0], [0, -by]], constant_values=fill)[:, -by:]
+
+
 def _join_pieces(pieces, valid):
     """SentencePiece-style detokenization of piece strings -> `(N,)` text."""
     text = tf.strings.reduce_join(tf.where(valid, pieces, ""), axis=1)
@@ -353,6 +422,7 @@ def signature_outputs(source_tokenizer, target_tokenizer, sentences, source_ids,
             ),
             lambda: target_pieces,
         )
+        text_pieces = glue_marks(text_pieces, tgt_valid, source_tokenizer.normalize(sentences))
         translations = _join_pieces(text_pieces, tgt_valid)
         target_words = piece_words(text_pieces, tgt_valid)  # (N, T)
     else:

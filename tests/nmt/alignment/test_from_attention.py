@@ -296,6 +296,48 @@ def test_neighbours_choose_among_a_words_unknown_pieces(tokenizers, piece_ids):
     assert out["translations"].numpy()[0].decode() == "le [you]"
 
 
+# ------------------------------------------------------------------------- spaced marks
+
+
+def glued(rows: list[list[str]], sources: list[str]) -> list[str]:
+    width = max(map(len, rows))
+    pieces = tf.constant([row + [""] * (width - len(row)) for row in rows])
+    valid = tf.constant([[i < len(row) for i in range(width)] for row in rows])
+    out = from_attention.glue_marks(pieces, valid, tf.constant(sources)).numpy()
+    return ["".join(p.decode() for p in row).replace(MARK, " ").strip() for row in out]
+
+
+@pytest.mark.parametrize("row, source, expected", [
+    # A mark glued to the next character and to the same character before it in the
+    # source loses the space French spacing put before it; its first colon, spaced in the
+    # source, keeps its space.
+    (["▁Vo", "ir", "▁", ":", "pe", "p", "▁", ":", "x"], "See :pep:x", "Voir :pep:x"),
+    (["▁https", "▁", ":", "//", "a", ".b"], "at https://a.b", "https://a.b"),
+    (["▁page", "▁?", "id", "=1"], "page?id=1", "page?id=1"),
+    # French spacing stays: the mark ends a word, or the source spaces it too.
+    (["▁Not", "e", "▁", ":", "▁c", "eci"], "Note: this", "Note : ceci"),
+    (["▁Oui", "▁!", "▁Non", "▁?"], "Yes! No?", "Oui ! Non ?"),
+    (["▁a", "▁", ":", "b"], "a :b", "a :b"),
+    (["▁le", "▁", ":", "b"], "thy:b", "le :b"),  # "e:" is not in the source
+])
+def test_a_space_before_a_mark_inside_a_token_is_taken_back(row, source, expected):
+    assert glued([row], [source]) == [expected]
+
+
+def test_glued_marks_keep_words_and_links_consistent(tokenizers, piece_ids):
+    # The model wrote "▁le ▁ : a ▁le" for "le:a love": "le:a" is one word of the text.
+    assert ":" in piece_ids, "the tiny vocabulary has no ':' piece"
+    sentence = "le:a love"
+    src = source_ids(tokenizers.source, [sentence])
+    tgt, lengths = target_ids(piece_ids, [["▁le", "▁", ":", "a", "▁le"]])
+    attention = peaked_attention(src, lengths, tgt.shape[1], [[1, 1, 1, 1, 2, 0]])
+    out = outputs(tokenizers, [sentence], src, tgt, lengths, attention)
+    text = out["translations"].numpy()[0].decode()
+    assert text == "le:a le"
+    assert out["word_attention"].numpy()[0].any(axis=1).sum() == len(text.split())
+    assert out["target_tokens"].numpy()[0, 1] == MARK.encode()  # tokens stay the model's
+
+
 # ------------------------------------------------------------------------- forced alignment
 
 
