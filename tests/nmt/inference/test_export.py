@@ -44,9 +44,10 @@ OPTION_DTYPES = {
 }
 ALIGN_SOURCES = ["I love you.", "Hello\u200bthere!", ""]
 ALIGN_TARGETS = ["Je t'aime!", "Salut toi", "Oui."]
-# The tensorflow-text ops of the graph: normalisation and SentencePiece.
+# The tensorflow-text ops of the graph: normalisation and SentencePiece (with offsets: the
+# characters under each unknown source piece).
 TF_TEXT_OPS = {"NormalizeUTF8", "SentencepieceOp", "SentencepieceTokenizeOp",
-               "SentencepieceIdToStringOp"}
+               "SentencepieceTokenizeWithOffsetsOp", "SentencepieceIdToStringOp"}
 # Ops that run Python: registered in core TensorFlow, absent from TF Serving.
 PYTHON_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
 
