@@ -31,6 +31,10 @@ That makes beam_size=1 exactly greedy search. A sentence stops once it holds
 K finished hypotheses (or reaches its length limit) and then leaves the
 batch; the loop stops when no sentence is left.
 
+Two expansions are never taken: EOS at the first step (a translation is
+never empty) and a piece that would start a unit of 2 to 16 pieces a third
+time in a row (a loop; `_no_third_repeat`).
+
 Alignments are recovered without a second loop: each step's attention rows
 are written to a TensorArray, and every hypothesis carries, for each of its
 steps, the index of the beam whose row it produced. Only these small int
@@ -44,8 +48,8 @@ total. A float history per beam, reordered like the tokens, would add a
 `(rows, T)` gather and write to every step (and to every merge of finished
 hypotheses); the prefixes cost one `(rows,)` write a step. The values are the
 step function's log-probabilities, to float32 rounding of the running sums
-(the EOS forbidden at the first step is never a chosen piece, so that mask
-changes none of them).
+(a forbidden piece, EOS at the first step or a loop's, is never a chosen one,
+so those masks change none of them).
 
 With `step_queries=True` the step function returns a fourth value, a vector
 per row `(rows, D)` (the decoder state that predicted the row's next piece,
@@ -458,11 +462,46 @@ def _no_empty_hypothesis(cfg: _Config, step: tf.Tensor, log_probs: tf.Tensor) ->
     return tf.cond(tf.equal(step, 0), without_eos, lambda: log_probs)
 
 
+# Units of 2 to 16 pieces (a word or a short phrase: the pieces are short) may not start
+# a third time in a row.
+LOOP_UNITS = range(2, 17)
+
+
+def _no_third_repeat(beams: _Beams, log_probs: tf.Tensor) -> tf.Tensor:
+    """Forbids the piece that would start a unit of `LOOP_UNITS` pieces a third time in a row.
+
+    Far from its data the search can loop ("de l'exécution de l'exécution de
+    l'exécution..."), and every beam shares the loop. A beam whose last 2m
+    pieces are a unit of m pieces twice may not take the unit's first piece:
+    a unit may come twice ("les éléments, les éléments"), not three times,
+    and the beam leaves the loop where a copy would begin rather than inside
+    one (forbidding only a copy's last piece gave "les éléns"). Units of one
+    piece ("!!!", "000") and of one piece repeated ("0 0") are left alone:
+    numbers and punctuation repeat by right.
+    """
+    history = flatten_beams(beams.alive_tokens)  # (rows, L)
+    rows = tf.range(tf.shape(history)[0])
+    found, pieces = [], []
+    for m in LOOP_UNITS:
+        # The last 2m pieces, x[0..2m-1] = history[step - 2m .. step - 1]: a unit twice.
+        positions = beams.step - 2 * m + tf.range(2 * m)
+        window = tf.gather(history, tf.maximum(positions, 0), axis=1)  # (rows, 2m)
+        periodic = tf.reduce_all(tf.equal(window[:, :m], window[:, m:]), axis=1)
+        one_piece = tf.reduce_all(tf.equal(window[:, :m], window[:, :1]), axis=1)
+        found.append(periodic & ~one_piece & (beams.step >= 2 * m))
+        pieces.append(window[:, 0])  # the piece that would start it a third time
+    found, pieces = tf.stack(found, axis=1), tf.stack(pieces, axis=1)  # (rows, units)
+    where = tf.where(found)  # (bans, 2) as (row, unit)
+    at = tf.stack([tf.gather(rows, where[:, 0]), tf.gather_nd(pieces, where)], axis=1)
+    return tf.tensor_scatter_nd_update(log_probs, at, tf.fill([tf.shape(at)[0]], _NEG_INF))
+
+
 def _search_step(step_fn: StepFn, cfg: _Config, beams: _Beams) -> _Beams:
     """One decoder step for every searched beam, then re-selection of alive and finished."""
     log_probs, model_state, attention, *query = step_fn(beams.last_tokens, beams.model_state,
                                                        beams.context)
     log_probs = _no_empty_hypothesis(cfg, beams.step, tf.cast(log_probs, tf.float32))  # (A*K, V)
+    log_probs = _no_third_repeat(beams, log_probs)
     attention = tf.cast(attention, tf.float32)  # (A*K, S)
     coverage = _accumulate_coverage(beams.coverage, attention)  # (A*K, S)
     cands = _expand(cfg, beams, log_probs, coverage)

@@ -94,6 +94,40 @@ def test_a_hypothesis_is_never_empty(beam_size):
     assert "$" not in spelled, f"beam {beam_size} returned an empty hypothesis: {spelled}"
 
 
+def loop_bans(prefix) -> set:
+    """The tokens the search may not take after `prefix`: the NumPy reference of its loop
+    rule (the last 2m tokens are a unit of m in `search.LOOP_UNITS` twice, the unit not one
+    token repeated: its first token may not start it a third time)."""
+    bans = set()
+    for m in search.LOOP_UNITS:
+        tail = list(prefix[len(prefix) - 2 * m:]) if len(prefix) >= 2 * m else []
+        if tail and tail[:m] == tail[m:] and len(set(tail[:m])) > 1:
+            bans.add(tail[0])
+    return bans
+
+
+def starts_a_third_copy(seq) -> bool:
+    """Whether some token of `seq` is one `loop_bans` forbids after the tokens before it."""
+    return any(seq[i] in loop_bans(seq[:i]) for i in range(len(seq)))
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_unit_never_comes_a_third_time_in_a_row(beam_size):
+    # The model loops on "ab" (and "ba"): the search writes "abab" and then takes
+    # the next best letter rather than start a third "ab" (greedy: "$", not "a").
+    rules = {"^": {"a": 0.9}, "a": {"b": 0.9, "c": 0.05}, "b": {"a": 0.9, "$": 0.02},
+             "c": {"$": 0.9}}
+    result = run_letters(bigram_step(bigram_log_probs(rules)), beam_size, max_length=12,
+                         n_best=beam_size)
+    if beam_size == 1:
+        assert spell(result) == "abab$"
+    for rank in range(beam_size):
+        assert not starts_a_third_copy(spell(result, rank=rank)), spell(result, rank=rank)
+    # A letter may repeat, and a unit may come twice.
+    assert not starts_a_third_copy("aaaa") and not starts_a_third_copy("abab")
+    assert starts_a_third_copy("xababa") and starts_a_third_copy("abcabca")
+
+
 def test_beam_beats_greedy_when_the_first_step_misleads():
     # "h" is the likelier first letter, but every word after it is unlikely.
     rules = {
@@ -200,7 +234,7 @@ def exhaustive(model, start, max_length, eos, bos, source_length, alpha, beta):
         for body in itertools.product(others, repeat=length - 1):
             for last in lasts:
                 seq = (*body, last)
-                if seq == (eos,):  # an empty hypothesis is never returned
+                if seq == (eos,) or starts_a_third_copy(seq):  # never searched
                     continue
                 score, lp = reference_score(model, start, seq, bos, source_length, alpha, beta)
                 hyps.append((score, lp, seq))
@@ -276,6 +310,7 @@ def numpy_greedy(model, start, max_length, bos, eos):
         choices = np.array(lps[-1], copy=True)
         if not prefix:  # no empty hypothesis
             choices[eos] = -np.inf
+        choices[list(loop_bans(prefix))] = -np.inf
         prefix.append(int(np.argmax(choices)))
     return tuple(prefix)
 
