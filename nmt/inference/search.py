@@ -68,6 +68,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
 import tensorflow as tf
 
 from nmt.types import DecodeOptions
@@ -480,20 +481,45 @@ def _no_third_repeat(beams: _Beams, log_probs: tf.Tensor) -> tf.Tensor:
     numbers and punctuation repeat by right.
     """
     history = flatten_beams(beams.alive_tokens)  # (rows, L)
-    rows = tf.range(tf.shape(history)[0])
-    found, pieces = [], []
-    for m in LOOP_UNITS:
-        # The last 2m pieces, x[0..2m-1] = history[step - 2m .. step - 1]: a unit twice.
-        positions = beams.step - 2 * m + tf.range(2 * m)
-        window = tf.gather(history, tf.maximum(positions, 0), axis=1)  # (rows, 2m)
-        periodic = tf.reduce_all(tf.equal(window[:, :m], window[:, m:]), axis=1)
-        one_piece = tf.reduce_all(tf.equal(window[:, :m], window[:, :1]), axis=1)
-        found.append(periodic & ~one_piece & (beams.step >= 2 * m))
-        pieces.append(window[:, 0])  # the piece that would start it a third time
-    found, pieces = tf.stack(found, axis=1), tf.stack(pieces, axis=1)  # (rows, units)
+    width = 2 * LOOP_UNITS[-1]
+    # The last `width` pieces (clipped at the start: `_LOOP_STEPS` says which units fit).
+    last = tf.gather(history, tf.maximum(beams.step - width + tf.range(width), 0), axis=1)
+    same = tf.reshape(tf.equal(last[:, :, None], last[:, None, :]), [-1, width * width])
+    periodic = _all_per_unit(tf.gather(same, _LOOP_PAIRS[0], axis=1), _LOOP_PAIRS[1])
+    one_piece = _all_per_unit(tf.gather(same, _LOOP_SAME[0], axis=1), _LOOP_SAME[1])
+    found = periodic & ~one_piece & (beams.step >= _LOOP_STEPS)[None, :]  # (rows, units)
+    pieces = tf.gather(last, width - _LOOP_STEPS, axis=1)  # each unit's first piece
     where = tf.where(found)  # (bans, 2) as (row, unit)
-    at = tf.stack([tf.gather(rows, where[:, 0]), tf.gather_nd(pieces, where)], axis=1)
+    at = tf.stack([tf.cast(where[:, 0], tf.int32), tf.gather_nd(pieces, where)], axis=1)
     return tf.tensor_scatter_nd_update(log_probs, at, tf.fill([tf.shape(at)[0]], _NEG_INF))
+
+
+def _unit_pairs(pairs_of) -> tuple[np.ndarray, np.ndarray]:
+    """Flat `(j, k)` cells of the last pieces' equality matrix for every unit, and the unit
+    each cell belongs to: `pairs_of(m)` lists unit m's cells."""
+    width = 2 * LOOP_UNITS[-1]
+    cells, units = [], []
+    for u, m in enumerate(LOOP_UNITS):
+        for j, k in pairs_of(m):
+            cells.append((width - 2 * m + j) * width + (width - 2 * m + k))
+            units.append(u)
+    return np.array(cells, np.int32), np.array(units, np.int32)
+
+
+# For unit m, over the last 2m pieces x: x[j] == x[j + m] (the unit twice), and
+# x[j] == x[0] for j < m (the unit one piece repeated).
+_LOOP_PAIRS = _unit_pairs(lambda m: [(j, j + m) for j in range(m)])
+_LOOP_SAME = _unit_pairs(lambda m: [(j, 0) for j in range(1, m)])
+# NumPy, not tensors: a tensor made at import would start TensorFlow's runtime before a server
+# sets its thread counts.
+_LOOP_STEPS = np.array([2 * m for m in LOOP_UNITS], np.int32)  # pieces a unit twice needs
+
+
+def _all_per_unit(cells: tf.Tensor, units: tf.Tensor) -> tf.Tensor:
+    """`(rows, cells)` bools -> `(rows, units)`: every cell of the unit is True."""
+    per_unit = tf.math.unsorted_segment_min(tf.transpose(tf.cast(cells, tf.int32)), units,
+                                            len(LOOP_UNITS))
+    return tf.transpose(per_unit) > 0
 
 
 def _search_step(step_fn: StepFn, cfg: _Config, beams: _Beams) -> _Beams:
