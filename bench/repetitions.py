@@ -22,7 +22,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.support.inputs import machine, read_sentences  # noqa: E402
+from bench.support.inputs import (  # noqa: E402
+    add_exports_arguments,
+    export_labels,
+    machine,
+    read_sentences,
+)
 from nmt.paths import data_dir  # noqa: E402
 
 NEWS = data_dir() / "out-of-domain" / "newstest2012.en"
@@ -54,12 +59,10 @@ def loops(sources: list[str], outputs: list[str]) -> list[tuple[int, str]]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="+", help="export base or version directories")
+    add_exports_arguments(parser)
     parser.add_argument("--sentences", type=Path, default=NEWS,
                         help="one English sentence a line (default: newstest2012.en)")
     parser.add_argument("--limit", type=int, default=600, help="the first N lines (0: all)")
-    parser.add_argument("--label", action="append", dest="labels", metavar="NAME",
-                        help="a row's name, once per export in order (default: its path)")
     parser.add_argument("--show", type=int, default=5, help="examples printed per export")
     return parser
 
@@ -67,10 +70,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.labels is not None and len(args.labels) != len(args.models):
-        parser.error(f"give --label once per export, or not at all. Received: "
-                     f"{len(args.labels)} labels for {len(args.models)} exports")
-    labels = args.labels or list(args.models)
+    labels = export_labels(parser, args)
     lines = read_sentences(args.sentences)
     lines = lines[:args.limit] if args.limit else lines
 

@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.placeholders import batched, read_strings  # noqa: E402
-from bench.support.inputs import machine  # noqa: E402
+from bench.support.inputs import add_exports_arguments, export_labels, machine  # noqa: E402
 from documents.protection import protect, translate_protected  # noqa: E402
 from nmt.data.subwords import PlainTokenizer  # noqa: E402
 from nmt.data.tokenizer import UNK_ID  # noqa: E402
@@ -117,11 +117,9 @@ def translate_chosen(chosen: Sequence[tuple[str, str, list[str]]],
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="+", help="export base or version directories")
+    add_exports_arguments(parser)
     parser.add_argument("--tsv", type=Path, nargs="+", required=True,
                         help="English<TAB>French pairs (gzip or not)")
-    parser.add_argument("--label", action="append", dest="labels", metavar="NAME",
-                        help="a row's name, once per export in order (default: its path)")
     parser.add_argument("--limit", type=int, default=0,
                         help="the first N strings with unknown characters (default: all)")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per model call")
@@ -131,10 +129,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.labels is not None and len(args.labels) != len(args.models):
-        parser.error(f"give --label once per export, or not at all. Received: "
-                     f"{len(args.labels)} labels for {len(args.models)} exports")
-    labels = args.labels or list(args.models)
+    labels = export_labels(parser, args)
 
     from nmt.inference.translator import Translator
 

@@ -41,3 +41,19 @@ def add_model_and_data_arguments(parser: argparse.ArgumentParser) -> None:
                         help="exported model (base directory: its highest version)")
     parser.add_argument("--data", type=Path, default=data_dir(),
                         help="the shared data directory (NMT_DATA_DIR)")
+
+
+def add_exports_arguments(parser: argparse.ArgumentParser) -> None:
+    """Exports to compare (positional) and `--label`, a row's name for each."""
+    parser.add_argument("models", nargs="+", help="export base or version directories")
+    parser.add_argument("--label", action="append", dest="labels", metavar="NAME",
+                        help="a row's name, once per export in order (default: its path)")
+
+
+def export_labels(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The `--label`s, one per export (their paths when none is given); a parser error for
+    any other count."""
+    if args.labels is not None and len(args.labels) != len(args.models):
+        parser.error(f"give --label once per export, or not at all. Received: "
+                     f"{len(args.labels)} labels for {len(args.models)} exports")
+    return args.labels or list(args.models)
