@@ -15,7 +15,12 @@ reference uses (else the first). Translated with the shipped model:
   capitals only (what ships); then what ships without the article
   adjustment, and without inserting unaligned terms;
 - protected (`protect_terms`): the model reads each term as a number
-  (7, 8...), replaced by the term where it was copied, else placed as (a).
+  (7, 8...), replaced by the term where it was copied, else placed as (a);
+- with `--annotated-model`, a model trained with inline term annotations
+  (`training.term_annotation`): its plain translation, what ships applied to
+  it, and annotated (`annotate_terms`): it reads each term followed by the
+  form to write, and a term it did not write is placed as (a); the last
+  also with each glossary in dictionary forms.
 
 Printed per method: term exact match (the WMT 2021 scorer's: a term occurrence
 counts when one of its French forms is in the output, lowercased, on whole
@@ -35,6 +40,7 @@ inflection.
 
     python bench/glossary.py [--model models/en-fr] [--data ../shared/data]
         [--set dev] [--limit N] [--batch-size 32] [--cache FILE]
+        [--annotated-model DIR [--annotated-cache FILE]]
 
 `--cache FILE` keeps the model's translations (text, word links, and the
 seconds each took) as JSON, so that a change to the pure-Python part measures
@@ -65,7 +71,7 @@ from bench.support.inputs import add_model_and_data_arguments, machine  # noqa: 
 from documents.english_forms import only_verb  # noqa: E402
 from documents.french_forms import Wanted, kind_of  # noqa: E402
 from documents.glossary import Glossary, GlossaryEntry  # noqa: E402
-from documents.terminology import TermsApplied, apply_terms, protect_terms  # noqa: E402
+from documents.terminology import TermsApplied, annotate_terms, apply_terms, protect_terms  # noqa: E402
 from nmt.evaluation.metrics import corpus_scores  # noqa: E402
 from nmt.types import parse_pharaoh  # noqa: E402
 
@@ -86,6 +92,8 @@ ALIGNED = (
     ("aligned, no insertion", {}, {"insert": False}),
 )
 METHODS = ("none", *(name for name, _, _ in ALIGNED), "protected (stand-ins)")
+ANNOTATED = ("trained: none", f"trained: {SHIPS}", "trained: annotated",
+             "trained: annotated, dict.")
 Output = tuple[str, tuple[tuple[int, int], ...]]  # a translation: text, word links
 
 
@@ -294,8 +302,10 @@ class Translations:
         return sum(self.held[s][2] for s in sentences)
 
 
-def compare(rows: Sequence[dict], translations: Translations) -> dict:
-    """Every method on `rows` (see the module docstring); the scores of each, by name."""
+def compare(rows: Sequence[dict], translations: Translations,
+            annotated: Translations | None = None) -> dict:
+    """Every method on `rows` (see the module docstring); the scores of each, by name.
+    `annotated`: the translations of a model trained with inline annotations."""
     sources = [row["source"] for row in rows]
     glossaries = [glossary_of(row) for row in rows]
     plain = translations(sources)
@@ -321,9 +331,32 @@ def compare(rows: Sequence[dict], translations: Translations) -> dict:
     found["protected (stand-ins)"] = score(
         rows, [r.text for r in restored],
         translations.seconds([p.text for p in protected]) + step, restored)
+    if annotated is not None:
+        found.update(trained(rows, annotated))
     found["terms found"] = sum(len(g.find(s)) for g, s in zip(glossaries, sources, strict=True))
     found["plurals"] = plurals(rows, plain)
     found["dictionary"] = dictionary_forms(rows, plain, translated)
+    return found
+
+
+def trained(rows: Sequence[dict], translations: Translations) -> dict:
+    """The methods of a model trained with inline annotations (`ANNOTATED`), by name."""
+    sources = [row["source"] for row in rows]
+    plain = translations(sources)
+    translated = translations.seconds(sources)
+    found = {ANNOTATED[0]: score(rows, [text for text, _ in plain], translated)}
+    applied = [apply_terms(source, text, links, glossary_of(row))
+               for source, (text, links), row in zip(sources, plain, rows, strict=True)]
+    found[ANNOTATED[1]] = score(rows, [a.text for a in applied], translated, applied)
+    for name, dictionary in zip(ANNOTATED[2:], (False, True), strict=True):
+        started = time.perf_counter()
+        read = [annotate_terms(source, glossary_of(row, dictionary=dictionary))
+                for source, row in zip(sources, rows, strict=True)]
+        outputs = translations([r.text for r in read])
+        restored = [r.restore(text, links) for r, (text, links) in zip(read, outputs, strict=True)]
+        step = time.perf_counter() - started
+        found[name] = score(rows, [r.text for r in restored],
+                            translations.seconds([r.text for r in read]) + step, restored)
     return found
 
 
@@ -376,6 +409,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="the first N sentences (0: all)")
     parser.add_argument("--batch-size", type=int, default=32, help="sentences per model call")
     parser.add_argument("--cache", type=Path, help="JSON file keeping the model's translations")
+    parser.add_argument("--annotated-model", type=Path,
+                        help="an export of a model trained with inline term annotations")
+    parser.add_argument("--annotated-cache", type=Path,
+                        help="JSON file keeping that model's translations")
     args = parser.parse_args(argv)
 
     rows = read_set(args.data, args.set, args.limit)
@@ -385,15 +422,21 @@ def main(argv: list[str] | None = None) -> int:
     translator.translate(["Warm up."])  # the first call traces the graph: not timed
     print(f"model {translator.info.path}; {machine()}")
     translations = Translations(translator.translate, args.cache, args.batch_size)
+    annotated = None
+    if args.annotated_model is not None:
+        trained_model = Translator.load(args.annotated_model)
+        trained_model.translate(["Warm up."])
+        print(f"trained with inline annotations: {trained_model.info.path}")
+        annotated = Translations(trained_model.translate, args.annotated_cache, args.batch_size)
     started = time.perf_counter()
-    found = compare(rows, translations)
+    found = compare(rows, translations, annotated)
     terms = sum(len(row["terms"]) for row in rows)
     print(f"{TERMINOLOGY}/{args.set}.jsonl: {len(rows)} sentences, {terms} term occurrences "
           f"({found['terms found']} found by the glossary), "
           f"{time.perf_counter() - started:.0f} s")
     print(f"  {'':<28} {'terms':>7}  {'ref.f.':>7}  {'window':>6}  {'BLEU':>6}  {'chrF':>6}  "
           f"{'found':>5} {'align':>5} {'neigh':>5} {'copy':>5}  {'sent/s':>7}")
-    for name in METHODS:
+    for name in METHODS + (ANNOTATED if annotated is not None else ()):
         print(_line(name, found[name]))
     print(f"  the glossary step alone (matching and placing, approach (a)): "
           f"{found[SHIPS]['step_ms']:.2f} ms per sentence (plurals only: "

@@ -46,10 +46,13 @@ The result's word links count the whitespace words of the new text: the
 term's words are linked to every word of the source term, the other words
 keep their links.
 
-`protect_terms` is the alternative measured against (bench/glossary.py): the
-model reads each term as a number (`7`, `8`... as placeholders' stand-ins
-are, see bench/placeholders.py), which is replaced by the term where the
-model copied it, else placed as above.
+Two alternatives are measured against it (bench/glossary.py):
+`protect_terms`, where the model reads each term as a number (`7`, `8`... as
+placeholders' stand-ins are, see bench/placeholders.py), replaced by the term
+where the model copied it, else placed as above; and `annotate_terms`, for a
+model trained with inline term annotations (`documents.term_annotation`):
+it reads each term followed by the form to write, and a term it did not
+write is placed as above.
 
 Nothing here imports TensorFlow.
 """
@@ -66,6 +69,7 @@ import numpy as np
 from documents import agreement
 from documents.glossary import Glossary, TermMatch
 from documents.offsets import word_spans
+from documents.term_annotation import MARK, annotate, remove_marks
 from nmt.types import AppliedTerm, Link, Span, Translation  # AppliedTerm: for the clients too
 
 PLACEMENTS = ("found", "aligned", "neighbour", "copied")
@@ -542,3 +546,55 @@ def _given_offset(position: int, matches: Sequence[TermMatch],
             return match.start if position == a else match.end
         shift = match.end - b
     return position + shift
+
+
+# The other alternative: a model trained with inline annotations writes the terms itself.
+
+
+@dataclasses.dataclass(frozen=True)
+class AnnotatedTerms:
+    """A sentence whose glossary terms carry, inline, the French form to write.
+
+    Attributes:
+        given: the sentence as given.
+        text: what the model reads (`documents.term_annotation.annotate`).
+        terms: the terms, with their source words in `text`'s words (the
+            term's and its annotation's).
+        given_words: per whitespace word of `text`, the words of `given` it
+            stands for.
+    """
+
+    given: str
+    text: str
+    terms: tuple[_Term, ...]
+    given_words: tuple[tuple[int, ...], ...]
+
+    def restore(self, translation: str, word_alignment: Sequence[Link],
+                articles: bool = True) -> TermsApplied:
+        """The model's translation of `text` without any mark it wrote, each term it did not
+        write placed as `apply_terms` does; links on the words given."""
+        translation, kept = remove_marks(translation)
+        links = [(i, kept[j]) for i, j in word_alignment
+                 if 0 <= j < len(kept) and kept[j] is not None]
+        result = _place(translation, links, self.terms, articles)
+        given = {(g, j) for i, j in result.word_alignment
+                 if 0 <= i < len(self.given_words) for g in self.given_words[i]}
+        return dataclasses.replace(result, word_alignment=tuple(sorted(given)))
+
+
+def annotate_terms(source: str, glossary: Glossary) -> AnnotatedTerms:
+    """`source` with the French form of each glossary term (`documents.agreement`) after it,
+    for a model trained so; a source that holds the mark itself is left as given (its
+    terms are then placed after translation, as `apply_terms` does)."""
+    matches = glossary.find(source)
+    spans = word_spans(source)
+    terms = [(m, _term(m, _words_in(spans, m.start, m.end), source, True)) for m in matches]
+    terms = [(m, t) for m, t in terms if t is not None]
+    if MARK in source:
+        return AnnotatedTerms(source, source, tuple(t for _, t in terms),
+                              tuple((k,) for k in range(len(spans))))
+    text, given_words = annotate(source, [(m.start, m.end, t.written) for m, t in terms])
+    read = tuple(dataclasses.replace(t, words=tuple(
+        k for k, words in enumerate(given_words) if set(words) & set(t.words)))
+        for _, t in terms)
+    return AnnotatedTerms(source, text, read, given_words)

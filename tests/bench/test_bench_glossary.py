@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from bench.glossary import (
+    ANNOTATED,
     Translations,
     compare,
     dictionary_entry,
@@ -16,6 +17,7 @@ from bench.glossary import (
     term_matches,
     window_overlap,
 )
+from documents.term_annotation import MARK
 from nmt.types import Hypothesis, Translation
 
 ROWS = [
@@ -85,6 +87,41 @@ def test_compare_every_method_on_a_model_that_knows_no_term(tmp_path):
     assert "your symptoms will pass" in json.loads(cache.read_text())
     again = compare(ROWS, Translations(None, cache))  # all in the cache: no model needed
     assert again["aligned"]["bleu"] == found["aligned"]["bleu"]
+
+
+def copies_annotations(sentences):
+    """A model trained with annotations, perfectly: `mot` for each English word, the words
+    between marks copied in place of the last word of their term; each linked to its own."""
+    out = []
+    for sentence in sentences:
+        words, inside, links, written = sentence.split(), False, [], []
+        for i, word in enumerate(words):
+            if word.startswith(MARK):
+                inside = not inside
+                if not inside or written[-1:] != ["mot"]:
+                    continue
+                written.pop()  # the term's own `mot`: the annotation takes its place
+                links = [link for link in links if link[1] < len(written)]
+                continue
+            links.append((i, len(written)))
+            written.append(word if inside or word.isdigit() else "mot")
+        out.append(Translation(sentence, (), (Hypothesis(
+            text=" ".join(written), target_tokens=(), score=-1.0, alignment=np.zeros((0, 0)),
+            word_alignment=tuple(links)),)))
+    return out
+
+
+def test_a_model_trained_with_annotations_writes_the_terms_itself(tmp_path):
+    found = compare(ROWS, Translations(word_for_word), Translations(copies_annotations))
+    assert found[ANNOTATED[0]]["matched"] == 0, "no annotation: no term"
+    assert found[ANNOTATED[1]]["placed"]["aligned"] == 2
+    annotated = found[ANNOTATED[2]]
+    assert annotated["matched"] == annotated["terms"] == 2
+    assert annotated["placed"]["found"] == 2 and annotated["placed"]["aligned"] == 0
+    # In dictionary forms the glossary says `symptôme`, annotated `symptômes` as `symptoms`
+    # asks; the other term's dictionary form (`lavez-vous les main`) is none of its forms.
+    assert found[ANNOTATED[3]]["reference form"] == 1
+    assert copies_annotations([f"a b {MARK} x y {MARK} c"])[0].text == "mot x y mot"
 
 
 def test_main_says_where_it_looked_when_the_set_is_absent(tmp_path):

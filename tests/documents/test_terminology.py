@@ -4,9 +4,11 @@ import numpy as np
 import pytest
 
 from documents.glossary import Glossary
+from documents.term_annotation import MARK
 from documents.terminology import (
     PLACEMENTS,
     STAND_IN,
+    annotate_terms,
     apply_glossary,
     apply_terms,
     protect_terms,
@@ -293,3 +295,30 @@ def test_protecting_a_sentence_without_terms_reads_it_as_given():
     protected = protect_terms("Nothing here.", Glossary.from_entries([("flu", "grippe")]))
     assert protected.text == "Nothing here."
     assert protected.restore("Rien ici.", [(0, 0), (1, 1)]).text == "Rien ici."
+
+
+def test_annotated_terms_carry_the_form_the_english_asks_for():
+    glossary = Glossary.from_entries([("hospitalize", "hospitaliser"), ("outbreak", "flambée")])
+    read = annotate_terms("Two patients were hospitalized after outbreaks.", glossary)
+    assert read.text == (f"Two patients were hospitalized {MARK} hospitalisés {MARK} after "
+                         f"outbreaks {MARK} flambées {MARK}.")
+    assert [t.words for t in read.terms] == [(3, 4, 5, 6), (8, 9, 10, 11)]
+    # The model wrote the first term (and a stray mark), not the second: `épidémies`
+    # (word 5) is linked to the annotation's words, and replaced.
+    written = f"Deux patients ont été hospitalisés {MARK} après des épidémies."
+    links = [(0, 0), (1, 1), (2, 2), (3, 3), (3, 4), (7, 6), (9, 8), (10, 8)]
+    result = read.restore(written, links)
+    assert result.text == "Deux patients ont été hospitalisés après des flambées."
+    assert [t.placement for t in result.applied] == ["found", "aligned"]
+    for term in result.applied:
+        assert result.text[slice(*term.target_span)] == term.target
+    # Links count the words given: `outbreaks.` is word 5 there, `flambées.` word 7 here.
+    assert (5, 7) in result.word_alignment and (3, 4) in result.word_alignment
+    assert all(i < 6 and j < 8 for i, j in result.word_alignment)
+
+
+def test_a_sentence_holding_the_mark_is_read_as_given_and_its_terms_placed_after():
+    glossary = Glossary.from_entries([("flu", "grippe")])
+    read = annotate_terms(f"flu {MARK} here", glossary)
+    assert read.text == f"flu {MARK} here"
+    assert read.restore("grippale ici", [(0, 0), (2, 1)]).text == "grippe ici"
