@@ -45,8 +45,7 @@ _ALPHA = re.compile(r"^[^\W\d_]+$")
 # hyphenated word (`{ $error }`, `</strong>`, `Goûte-la`).
 _BEFORE = re.compile(r"(?:^|[\s\"“«(])$")
 _AFTER = re.compile(r"^(?:$|[\s.,!?:;\"”»)])")
-_AFTER_TARGET = re.compile(r"^(?:$|[\s.,!?:;\"”»)])")
-_BEFORE_TARGET = re.compile(r"(?:^|[\s\"“«(’'])$")
+_BEFORE_TARGET = re.compile(r"(?:^|[\s\"“«(’'])$")  # French: also after `l’`, `d'`
 MAX_SOURCE_WORDS = 2
 MAX_TARGET_WORDS = 3
 # English words never annotated as a term on their own: what a glossary does not hold.
@@ -95,7 +94,7 @@ def phrase_pairs(source: str, target: str, source_tokens: Sequence[Token],
             term = (source_tokens[first][0], source_tokens[last][1])
             written = (target_tokens[span[0]][0], target_tokens[span[-1]][1])
             if _whole(source, term, _BEFORE, _AFTER) and \
-                    _whole(target, written, _BEFORE_TARGET, _AFTER_TARGET):
+                    _whole(target, written, _BEFORE_TARGET, _AFTER):
                 found.append((term, written))
     return found
 
