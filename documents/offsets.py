@@ -17,7 +17,7 @@ the markup as given and on the translated markup.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 # format_char_links is defined in nmt.types (the clients parse what it writes).
 from nmt.types import Span, SpanLink, format_char_links  # noqa: F401
@@ -39,6 +39,12 @@ def word_spans(text: str) -> list[Span]:
     if start is not None:
         spans.append((start, len(text)))
     return spans
+
+
+
+def words_overlapping(spans: Sequence[Span], start: int, end: int) -> tuple[int, ...]:
+    """The indices of the words of `spans` (`word_spans`) overlapping `[start, end)`."""
+    return tuple(k for k, (a, b) in enumerate(spans) if a < end and start < b)
 
 
 def link_spans(source: str, target: str, links: Iterable[tuple[int, int]],

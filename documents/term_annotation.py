@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from documents.offsets import word_spans
+from documents.offsets import word_spans, words_overlapping
 from nmt.types import Span
 
 MARK = "‽"  # one piece of the version-10 vocabulary, in none of its training corpora
@@ -82,13 +82,9 @@ def _given_words(a: int, b: int, added: Sequence[tuple[Span, Span]],
         if b <= start:
             break
         if a < end:  # inside an annotation: its term's words
-            return _overlapping(given, *term)
+            return words_overlapping(given, *term)
         shift += end - start
-    return _overlapping(given, a - shift, b - shift)
-
-
-def _overlapping(spans: Sequence[Span], start: int, end: int) -> tuple[int, ...]:
-    return tuple(k for k, (a, b) in enumerate(spans) if a < end and start < b)
+    return words_overlapping(given, a - shift, b - shift)
 
 
 def remove_marks(text: str) -> tuple[str, tuple[int | None, ...]]:

@@ -68,7 +68,7 @@ import numpy as np
 
 from documents import agreement
 from documents.glossary import Glossary, TermMatch
-from documents.offsets import word_spans
+from documents.offsets import word_spans, words_overlapping
 from documents.term_annotation import MARK, annotate, remove_marks
 from nmt.types import AppliedTerm, Link, Span, Translation  # AppliedTerm: for the clients too
 
@@ -160,7 +160,7 @@ def apply_terms(source: str, text: str, word_alignment: Sequence[Link], glossary
     """
     matches = glossary.find(source)
     spans = word_spans(source)
-    terms = [_term(m, _words_in(spans, m.start, m.end), source, agree) for m in matches]
+    terms = [_term(m, words_overlapping(spans, m.start, m.end), source, agree) for m in matches]
     return _place(text, word_alignment, [t for t in terms if t is not None], articles, insert)
 
 
@@ -226,11 +226,6 @@ def _term(match: TermMatch, words: tuple[int, ...], source: str, agree: bool) ->
     participle = match.verb and choice.form in ("past", "participle")
     return _Term(match, words, choice.text, form=choice.form, accepted=choice.accepted,
                  participle=participle)
-
-
-def _words_in(spans: Sequence[Span], start: int, end: int) -> tuple[int, ...]:
-    """The indices of the words of `spans` overlapping `[start, end)`."""
-    return tuple(k for k, (a, b) in enumerate(spans) if a < end and start < b)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -529,8 +524,8 @@ def protect_terms(source: str, glossary: Glossary) -> ProtectedTerms:
     given_words = []
     for a, b in read_words:  # the characters of the source this word of `text` stands for
         start, end = _given_offset(a, matches, read_spans), _given_offset(b, matches, read_spans)
-        given_words.append(_words_in(given, start, max(end, start + 1)))
-    terms = tuple(_term(m, _words_in(read_words, *span), source, True)
+        given_words.append(words_overlapping(given, start, max(end, start + 1)))
+    terms = tuple(_term(m, words_overlapping(read_words, *span), source, True)
                   for m, span in zip(matches, read_spans, strict=True))
     return ProtectedTerms(source, text, terms, tuple(stand_ins), tuple(given_words))
 
@@ -588,7 +583,7 @@ def annotate_terms(source: str, glossary: Glossary) -> AnnotatedTerms:
     terms are then placed after translation, as `apply_terms` does)."""
     matches = glossary.find(source)
     spans = word_spans(source)
-    terms = [(m, _term(m, _words_in(spans, m.start, m.end), source, True)) for m in matches]
+    terms = [(m, _term(m, words_overlapping(spans, m.start, m.end), source, True)) for m in matches]
     terms = [(m, t) for m, t in terms if t is not None]
     if MARK in source:
         return AnnotatedTerms(source, source, tuple(t for _, t in terms),

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from documents.term_annotation import MARK, annotate
+from nmt.data.corpus import iter_pairs
 from training.corpus_alignment import run_eflomal, symmetrize
 
 log = logging.getLogger(__name__)
@@ -148,15 +149,6 @@ def annotate_corpus(pairs: Sequence[tuple[str, str, str]], share: float, seed: i
                  "share": share, "seed": seed, "mark": MARK}
 
 
-def read_pairs(path: Path) -> list[tuple[str, str, str]]:
-    pairs = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            fields = line.rstrip("\n").split("\t")
-            pairs.append((fields[0], fields[1], fields[2] if len(fields) > 2 else ""))
-    return pairs
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, required=True,
@@ -169,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not 0 < args.share <= 1:
         parser.error(f"--share must be in (0, 1]. Received: {args.share}")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    pairs = read_pairs(args.corpus / "train.tsv")
+    pairs = [pair for _, *pair in iter_pairs(args.corpus / "train.tsv")]
     out, counts = annotate_corpus(pairs, args.share, args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     with open(args.out / "train.tsv", "w", encoding="utf-8") as f:
