@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 import threading
 import urllib.request
@@ -17,10 +18,32 @@ from serving.server import ServerConfig, TranslationServer
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port nobody listens on right now (for the metrics endpoint in tests)."""
+    """A port nobody listens on right now (for the metrics endpoint in tests).
+
+    Drawn below the kernel's ephemeral range, where servers bound to port 0 and outgoing
+    connections take theirs: a port the kernel handed out could be taken by another
+    process (a parallel test worker) before the test binds it.
+    """
+    low = _ephemeral_start()
+    for _ in range(200):
+        port = random.randrange(max(1024, low - 12000), low)
+        with socket.socket() as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:  # in use
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def _ephemeral_start() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):  # not Linux: the IANA range starts at 49152
+        return 49152
 
 
 def scrape_metrics(port: int, host: str = "127.0.0.1") -> dict[tuple[str, tuple], float]:
