@@ -30,9 +30,10 @@ pieces the model wrote around it stay ("[Save]." not "[Save]Save [Save].").
 Where the word has none, the piece becomes that whole (normalised) word, as a
 word of its own.
 
-French spacing: the model writes a space before `! ? : ;` as French text
-does, also inside tokens ("https ://", ":meth :`x`"); that space is taken
-back where the source holds the mark glued on both sides (`glue_marks`).
+French spacing: a model trained on targets normalised before that rule spared
+marks inside tokens (version 10 and earlier) writes a space before `! ? : ;`
+there too ("https ://", ":meth :`x`"); that space is taken back where the
+source holds the mark glued on both sides (`glue_marks`).
 """
 
 from __future__ import annotations

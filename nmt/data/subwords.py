@@ -37,7 +37,7 @@ LANGUAGES = ("en", "fr")
 _CONTROL_CATEGORIES = ("Cc", "Cf")
 _SPACE_CATEGORIES = ("Zs", "Zl", "Zp")
 _APOSTROPHES = re.compile("[\u2019\u2018\u02bc]")
-_FR_BEFORE_HIGH_PUNCT = re.compile(" ?([!?:;]+)")
+_FR_BEFORE_HIGH_PUNCT = re.compile(" ?([!?:;]+)( |$|[»\")\],])")
 _FR_AFTER_OPEN_QUOTE = re.compile("« ?")
 _FR_BEFORE_CLOSE_QUOTE = re.compile(" ?»")
 _FR_CLOCK_TIME = re.compile("([0-9]) :([0-9])")
@@ -84,7 +84,7 @@ def normalize_text(text: str, language: str) -> str:
     text = _category_pattern(_SPACE_CATEGORIES, " ").sub(" ", text)
     if language == "fr":
         # Whitespace is already collapsed, so each rule sees at most one space to replace.
-        text = _FR_BEFORE_HIGH_PUNCT.sub(r" \1", text)
+        text = _FR_BEFORE_HIGH_PUNCT.sub(r" \1\2", text)
         text = _FR_CLOCK_TIME.sub(r"\1:\2", text)
         text = _FR_AFTER_OPEN_QUOTE.sub("« ", text)
         text = _FR_BEFORE_CLOSE_QUOTE.sub(" »", text)

@@ -36,9 +36,10 @@ _CONTROL_CHARS = r"[\p{Cc}\p{Cf}]"
 _APOSTROPHES = "[\u2019\u2018\u02bc]"
 _WHITESPACE_RUN = r"[\s\p{Z}]+"  # RE2's \s is ASCII-only; \p{Z} adds U+2028 and friends.
 _EDGE_SPACES = "^ +| +$"
-# French typography: one space before a run of ! ? : ; (so "?!" stays together),
-# after « and before ».
-_FR_BEFORE_HIGH_PUNCT = " ?([!?:;]+)"
+# French typography: one space before a run of ! ? : ; (so "?!" stays together) that ends
+# a word, after « and before ». A run inside a token stays glued: "https://", "std::map",
+# ":ref:`x`". RE2 has no lookahead, so the character after the run is captured and kept.
+_FR_BEFORE_HIGH_PUNCT = " ?([!?:;]+)( |$|[»\")\],])"
 _FR_AFTER_OPEN_QUOTE = "« ?"
 _FR_BEFORE_CLOSE_QUOTE = " ?»"
 _FR_CLOCK_TIME = "([0-9]) :([0-9])"  # "8:30" is a time, not a colon in a sentence.
@@ -81,7 +82,7 @@ def normalize_tensor(texts: tf.Tensor | str | Sequence[str], language: str) -> t
 
 def _french_spacing(texts: tf.Tensor) -> tf.Tensor:
     # Whitespace is already collapsed, so each rule sees at most one space to replace.
-    texts = tf.strings.regex_replace(texts, _FR_BEFORE_HIGH_PUNCT, r" \1")
+    texts = tf.strings.regex_replace(texts, _FR_BEFORE_HIGH_PUNCT, r" \1\2")
     texts = tf.strings.regex_replace(texts, _FR_CLOCK_TIME, r"\1:\2")
     texts = tf.strings.regex_replace(texts, _FR_AFTER_OPEN_QUOTE, "« ")
     return tf.strings.regex_replace(texts, _FR_BEFORE_CLOSE_QUOTE, " »")

@@ -18,6 +18,7 @@ SHIPPED_SPM = resolve_version_dir(REPO / "models" / "en-fr") / "assets" / "en.sp
 TRICKY = [
     "Où est l’hôtel ?", "Elle a dit : « Très bien ! »", "«Oui»", "Va!", "Quoi?!",
     "Le train part à 8 :30 .", "8 :30 :45", "a ; b : c ! d ?",
+    "https://a.fr std::map :ref:`x`: fin!", "Oui!» (vraiment?) [non!], dit-il;",
     "a\u00a0b\u202fc", "x\u2028y\u2029z", "tab\there", "  lead and trail  ", "\u3000ideographic",
     "zero\u200bwidth", "bom\ufeffx", "ctrl\x01\x7f\x85end", "soft\u00adhyphen",
     "x\u2066isolate\u2069y", "ﬁne ligature", "ＦＵＬＬ width", "…", "ⅷ ①", "ǅ",

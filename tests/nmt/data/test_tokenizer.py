@@ -77,6 +77,11 @@ def _texts(tensor) -> list[str]:
         ("fr", "Vraiment\u202f?", "Vraiment ?"),
         ("fr", "C\u2018est \u02bcici\u2019", "C'est 'ici'"),
         ("fr", "!Oui", "!Oui"),
+        ("fr", "Fin:", "Fin :"),
+        ("fr", "Oui!» (vraiment?)", "Oui ! » (vraiment ?)"),
+        # Marks inside a token stay glued: URLs, C++ scopes, Sphinx roles.
+        ("fr", "Voir https://a.fr et std::map.", "Voir https://a.fr et std::map."),
+        ("fr", "Lisez :ref:`x`: ici", "Lisez :ref:`x` : ici"),
         ("en", "I\u2019m  here", "I'm here"),
         ("en", "Hi!", "Hi!"),
         ("en", "Note: it's late; go?", "Note: it's late; go?"),
@@ -92,7 +97,8 @@ def test_normalize_exact(language, text, expected):
 
 @pytest.mark.parametrize("language", ["en", "fr"])
 def test_normalize_is_idempotent(language):
-    texts = ["Va!", "« Bonjour»", "I’m  here", "Quoi?!", "x\u00a0:\u202fy", " « » ", "8:30 !"]
+    texts = ["Va!", "« Bonjour»", "I’m  here", "Quoi?!", "x\u00a0:\u202fy", " « » ", "8:30 !",
+             "Oui!»", "https://a.fr:8080/ fin:"]
     once = normalize_tensor(texts, language)
     np.testing.assert_array_equal(normalize_tensor(once, language).numpy(), once.numpy())
 
