@@ -9,6 +9,7 @@ import keras
 from keras import ops
 
 from nmt.layers.attention import make_attention
+from nmt.layers.bidirectional import bidirectional
 from nmt.layers.decoder import (
     HEAD_AGREEMENTS,
     HEAD_KEYS,
@@ -258,7 +259,7 @@ class Seq2Seq(keras.Model):
             reverse_head = make_attention(config.alignment_head, config.attention_units,
                                           name="alignment_head_reverse", dtype=policy)
         if config.alignment_head_context and config.alignment_head_reader == "lstm":
-            head_context = keras.layers.Bidirectional(
+            head_context = bidirectional(
                 keras.layers.LSTM(config.alignment_head_context, return_sequences=True,
                                   dtype=policy),
                 name="alignment_head_context", dtype=policy)

@@ -39,7 +39,7 @@ _EDGE_SPACES = "^ +| +$"
 # French typography: one space before a run of ! ? : ; (so "?!" stays together) that ends
 # a word, after « and before ». A run inside a token stays glued: "https://", "std::map",
 # ":ref:`x`". RE2 has no lookahead, so the character after the run is captured and kept.
-_FR_BEFORE_HIGH_PUNCT = " ?([!?:;]+)( |$|[»\")\],])"
+_FR_BEFORE_HIGH_PUNCT = r' ?([!?:;]+)( |$|[»")\],])'
 _FR_AFTER_OPEN_QUOTE = "« ?"
 _FR_BEFORE_CLOSE_QUOTE = " ?»"
 _FR_CLOCK_TIME = "([0-9]) :([0-9])"  # "8:30" is a time, not a colon in a sentence.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from nmt.layers.bidirectional import bidirectional
+
 _CELLS = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU}
 
 
@@ -47,7 +49,7 @@ class Encoder(keras.layers.Layer):
         self.residual = residual
         self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
         self.rnn_layers = [
-            keras.layers.Bidirectional(
+            bidirectional(
                 _CELLS[cell](hidden_dim // 2, return_sequences=True, dtype=self.dtype_policy),
                 name=f"bi_{cell}_{i}",
                 dtype=self.dtype_policy,
