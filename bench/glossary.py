@@ -18,7 +18,7 @@ reference uses (else the first). Translated with the shipped model:
   (7, 8...), replaced by the term where it was copied, else placed as (a);
 - with `--annotated-model`, a model trained with inline term annotations
   (`training.term_annotation`): its plain translation, what ships applied to
-  it, and annotated (`annotate_terms`): it reads each term enclosed with the
+  it, and annotated (`annotate_terms`): it reads each term followed by the
   form to write, and a term it did not write is placed as (a); the last
   also with each glossary in dictionary forms.
 

@@ -5,12 +5,10 @@ Constraints") append to each source term the target it must become, and train
 on a share of the corpus annotated so; the model learns to copy the target
 there, and to fit its neighbours to it. They mark the three kinds of word with
 source factors; our models read text, so the target is marked in the text, by
-a character the vocabulary holds as one piece and the corpora never use. The
-mark also opens the term, so that the model knows which words the target
-stands for (Dinu et al.'s source-term factor):
+a character the vocabulary holds as one piece and the corpora never use:
 
-    annotate("Three patients were hospitalized yesterday.", [(20, 32, "hospitalisés")])
-    -> "Three patients were ‽ hospitalized ‽ hospitalisés ‽ yesterday."
+    annotate("Three patients were hospitalized yesterday.", [(21, 33, "hospitalisés")])
+    -> "Three patients were hospitalized ‽ hospitalisés ‽ yesterday."
 
 The same function writes the training pairs (`training.term_annotation`, the
 targets taken from the reference through its word alignment) and what a model
@@ -32,7 +30,7 @@ MARK = "‽"  # one piece of the version-10 vocabulary, in none of its training 
 
 def annotate(source: str, terms: Sequence[tuple[int, int, str]]
              ) -> tuple[str, tuple[tuple[int, ...], ...]]:
-    """`source` with each term enclosed as `‽ term ‽ target ‽`.
+    """`source` with ` ‽ target ‽` after each term.
 
     Args:
         source: the sentence.
@@ -53,7 +51,7 @@ def annotate(source: str, terms: Sequence[tuple[int, int, str]]
         raise ValueError(f"the sentence holds the annotation mark {MARK!r}; "
                          f"remove it before annotating. Received: {source!r}")
     ordered = sorted(terms)
-    parts, cursor, added = [], 0, []  # added: ((start, end) in the text, the term's span)
+    parts, cursor, added = [], 0, []  # added: (start, end) in the text, the term's span
     for start, end, target in ordered:
         if not 0 <= cursor <= start < end <= len(source):
             raise ValueError(f"terms must lie in the sentence without overlapping. "
@@ -61,10 +59,11 @@ def annotate(source: str, terms: Sequence[tuple[int, int, str]]
         if MARK in target or not target.strip():
             raise ValueError(f"a term's target must be words without {MARK!r}. "
                              f"Received: {target!r}")
-        parts.append(source[cursor:start])
-        _insert(parts, f"{MARK} ", (start, end), added)
-        parts.append(source[start:end])
-        _insert(parts, f" {MARK} {' '.join(target.split())} {MARK}", (start, end), added)
+        parts.append(source[cursor:end])
+        at = sum(len(p) for p in parts)
+        inserted = f" {MARK} {' '.join(target.split())} {MARK}"
+        parts.append(inserted)
+        added.append(((at, at + len(inserted)), (start, end)))
         cursor = end
     parts.append(source[cursor:])
     text = "".join(parts)
@@ -73,14 +72,6 @@ def annotate(source: str, terms: Sequence[tuple[int, int, str]]
     for a, b in word_spans(text):
         source_words.append(_given_words(a, b, added, given))
     return text, tuple(source_words)
-
-
-def _insert(parts: list[str], inserted: str, term: Span,
-            added: list[tuple[Span, Span]]) -> None:
-    """Appends `inserted` to the text's `parts`, noting where it lies and for which term."""
-    at = sum(len(p) for p in parts)
-    parts.append(inserted)
-    added.append(((at, at + len(inserted)), term))
 
 
 def _given_words(a: int, b: int, added: Sequence[tuple[Span, Span]],

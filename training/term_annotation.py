@@ -1,6 +1,6 @@
 """A training corpus with a share of its pairs carrying inline term annotations.
 
-A model that has seen sources like "were ‽ hospitalized ‽ hospitalisés ‽
+A model that has seen sources like "were hospitalized ‽ hospitalisés ‽
 yesterday" (`documents.term_annotation`) learns to write the marked target
 where its term goes, in a sentence it builds around it (Dinu et al. 2019); the
 glossary then only has to annotate the source. The terms come from the pairs

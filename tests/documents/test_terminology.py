@@ -300,13 +300,13 @@ def test_protecting_a_sentence_without_terms_reads_it_as_given():
 def test_annotated_terms_carry_the_form_the_english_asks_for():
     glossary = Glossary.from_entries([("hospitalize", "hospitaliser"), ("outbreak", "flambée")])
     read = annotate_terms("Two patients were hospitalized after outbreaks.", glossary)
-    assert read.text == (f"Two patients were {MARK} hospitalized {MARK} hospitalisés {MARK} "
-                         f"after {MARK} outbreaks {MARK} flambées {MARK}.")
-    assert [t.words for t in read.terms] == [(3, 4, 5, 6, 7), (9, 10, 11, 12, 13)]
+    assert read.text == (f"Two patients were hospitalized {MARK} hospitalisés {MARK} after "
+                         f"outbreaks {MARK} flambées {MARK}.")
+    assert [t.words for t in read.terms] == [(3, 4, 5, 6), (8, 9, 10, 11)]
     # The model wrote the first term (and a stray mark), not the second: `épidémies`
     # (word 5) is linked to the annotation's words, and replaced.
     written = f"Deux patients ont été hospitalisés {MARK} après des épidémies."
-    links = [(0, 0), (1, 1), (2, 2), (4, 3), (4, 4), (8, 6), (11, 8), (12, 8)]
+    links = [(0, 0), (1, 1), (2, 2), (3, 3), (3, 4), (7, 6), (9, 8), (10, 8)]
     result = read.restore(written, links)
     assert result.text == "Deux patients ont été hospitalisés après des flambées."
     assert [t.placement for t in result.applied] == ["found", "aligned"]
