@@ -41,7 +41,6 @@ def word_spans(text: str) -> list[Span]:
     return spans
 
 
-
 def words_overlapping(spans: Sequence[Span], start: int, end: int) -> tuple[int, ...]:
     """The indices of the words of `spans` (`word_spans`) overlapping `[start, end)`."""
     return tuple(k for k, (a, b) in enumerate(spans) if a < end and start < b)
